@@ -1,0 +1,12 @@
+// Subcommands of the `musespark` tool; each registers itself on the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace musespark::cli {
+
+// `musespark check`: every available implementation against the reference
+// over the deterministic grid; exit status 1 when a gating one fails.
+void add_check_command(CLI::App& app, int& exit_code);
+
+}  // namespace musespark::cli

@@ -1,0 +1,94 @@
+// The production CUDA kernel, as the harness runs it.
+#include "harness/cuda_case.h"
+#include "harness/implementations.h"
+#include "musespark/errors.h"
+
+namespace musespark::harness {
+
+void check_cuda(cudaError_t err, const char* what) {
+  if (err != cudaSuccess)
+    throw DeviceError(std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+}
+
+std::string cuda_unavailable_reason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorName(err);
+  if (count == 0) return "no CUDA device: cudaGetDeviceCount returned 0";
+  return {};
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  if (bytes > 0) check_cuda(cudaMalloc(&ptr_, bytes), "cudaMalloc");
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) cudaFree(ptr_);
+}
+
+namespace {
+DeviceBuffer upload(const void* host, std::size_t bytes) {
+  DeviceBuffer b(bytes);
+  if (bytes > 0) check_cuda(cudaMemcpy(b.get(), host, bytes, cudaMemcpyHostToDevice), "upload");
+  return b;
+}
+}  // namespace
+
+CudaCase::CudaCase(const RoutingCase& c)
+    : case_(c),
+      logits_(upload(c.logits_bytes().data(), c.logits_bytes().size())),
+      bias_(upload(c.bias().data(), c.bias().size() * sizeof(float))),
+      padding_(upload(c.padding_bytes().data(), c.padding_bytes().size())) {
+  HostDestinations host(c);
+  weights_ = upload(host.weights.data(), host.weights.size() * sizeof(float));
+  ids_ = upload(host.ids.data(), host.ids.size());
+  params_ = c.host_params();
+  params_.device = Device::kCuda;
+  params_.logits = logits_.get();
+  params_.bias = static_cast<const float*>(bias_.get());
+  if (params_.is_padding) params_.is_padding = static_cast<const bool*>(padding_.get());
+  params_.weights = static_cast<float*>(weights_.get());
+  params_.ids = ids_.get();
+}
+
+void CudaCase::poison() {
+  HostDestinations host(case_);
+  check_cuda(cudaMemcpy(weights_.get(), host.weights.data(), weights_.bytes(), cudaMemcpyHostToDevice), "poison");
+  check_cuda(cudaMemcpy(ids_.get(), host.ids.data(), ids_.bytes(), cudaMemcpyHostToDevice), "poison");
+}
+
+RoutingOutput CudaCase::read_output() const {
+  HostDestinations host(case_);
+  check_cuda(cudaDeviceSynchronize(), "kernel");
+  check_cuda(cudaMemcpy(host.weights.data(), weights_.get(), weights_.bytes(), cudaMemcpyDeviceToHost), "download");
+  check_cuda(cudaMemcpy(host.ids.data(), ids_.get(), ids_.bytes(), cudaMemcpyDeviceToHost), "download");
+  return host.to_output(case_);
+}
+
+RoutingOutput run_cuda_case(const RoutingCase& c, const cuda::LaunchOptions& options) {
+  CudaCase dev(c);
+  cudaStream_t stream;
+  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
+  const cudaError_t err = cuda::launch_routing(dev.params(), stream, options);
+  const cudaError_t sync = cudaStreamSynchronize(stream);
+  cudaStreamDestroy(stream);
+  check_cuda(err, "launch_routing");
+  check_cuda(sync, "routing kernel");
+  return dev.read_output();
+}
+
+namespace {
+
+class CudaImplementation final : public Implementation {
+ public:
+  std::string name() const override { return "cuda"; }
+  std::string description() const override { return "production CUDA kernel"; }
+  std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
+  RoutingOutput run(const RoutingCase& c) const override { return run_cuda_case(c); }
+};
+
+}  // namespace
+
+ImplementationPtr make_cuda_implementation() { return std::make_shared<CudaImplementation>(); }
+
+}  // namespace musespark::harness

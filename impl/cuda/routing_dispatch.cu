@@ -1,0 +1,79 @@
+// The one dispatch point of the CUDA router: checks the range the kernels
+// support, resolves PDL against the device, and picks the dtype instantiation.
+#include <sstream>
+
+#include "musespark/errors.h"
+#include "routing_kernel.cuh"
+
+namespace musespark::cuda {
+namespace {
+
+bool device_supports_pdl() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+    return false;
+  return major >= 9;
+}
+
+template <typename... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+  std::ostringstream os;
+  os << "fused_musespark1x_routing (CUDA): ";
+  (os << ... << parts);
+  throw ArgumentError(os.str());
+}
+
+}  // namespace
+
+cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
+  validate_routing_params(p);
+  if (p.device != Device::kCuda) fail("tensors are not on a CUDA device");
+  if (p.num_experts > kSharedPathMaxExperts)
+    fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
+  if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
+  if (options.force_path < 0 || options.force_path > 3)
+    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2 or 3");
+  if (options.force_path == 1 || options.force_path == 3) {
+    if (p.num_experts > kRegisterPathMaxExperts)
+      fail("the register path was forced but num_experts = ", p.num_experts, " > ",
+           kRegisterPathMaxExperts);
+  }
+  if (p.num_tokens == 0) return cudaSuccess;
+
+  const RoutingScalars s = fp32_scalars(p);
+  KernelParams kp{};
+  kp.logits = p.logits;
+  kp.logits_row_stride = p.logits_row_stride;
+  kp.logits_col_stride = p.logits_col_stride;
+  kp.bias = p.bias;
+  kp.is_padding = p.is_padding;
+  kp.padding_stride = p.padding_stride;
+  kp.weights = p.weights;
+  kp.weights_row_stride = p.weights_row_stride;
+  kp.weights_col_stride = p.weights_col_stride;
+  kp.ids = p.ids;
+  kp.ids_row_stride = p.ids_row_stride;
+  kp.ids_col_stride = p.ids_col_stride;
+  kp.num_tokens = p.num_tokens;
+  kp.num_experts = static_cast<std::int32_t>(p.num_experts);
+  kp.topk = static_cast<std::int32_t>(p.topk);
+  kp.route_scale = s.route_scale;
+  kp.multiplier = s.multiplier;
+  kp.eps = s.eps;
+  kp.has_multiplier = s.has_multiplier;
+  kp.has_eps = s.has_eps;
+  kp.softmax = p.normalization == Normalization::kSoftmax;
+  kp.ids_int64 = p.ids_dtype == DType::kInt64;
+
+  const bool pdl = options.enable_pdl && device_supports_pdl();
+  switch (p.logits_dtype) {
+    case DType::kFloat32: return launch_routing_fp32(kp, stream, options, pdl);
+    case DType::kBFloat16: return launch_routing_bf16(kp, stream, options, pdl);
+    case DType::kFloat16: return launch_routing_fp16(kp, stream, options, pdl);
+    default: fail("unsupported logits dtype ", dtype_name(p.logits_dtype));
+  }
+}
+
+}  // namespace musespark::cuda

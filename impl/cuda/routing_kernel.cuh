@@ -1,0 +1,76 @@
+// The CUDA router kernel of SPEC section 1: parameters, tiers and launch.
+//
+// Two kernel shapes share the per-element arithmetic of routing_math.h:
+//  * the register path (E <= 512): a group of G lanes owns one row, each lane
+//    holds P experts in registers; top-k is k rounds of a group-wide max over
+//    64-bit selection keys;
+//  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
+//    per row, scores staged in shared memory, block-wide rounds.
+// Selection keys are unique and the softmax sum is fixed point, so which
+// path, tier or vector width runs never changes a bit of the result.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "musespark/routing_params.h"
+
+namespace musespark::cuda {
+
+// Device-side copy of one call, scalars already rounded to fp32.
+struct KernelParams {
+  const void* logits;          // [T, E] logits, element strides below
+  std::int64_t logits_row_stride;
+  std::int64_t logits_col_stride;
+  const float* bias;           // [E] fp32, contiguous
+  const bool* is_padding;      // [T] with padding_stride, or nullptr
+  std::int64_t padding_stride;
+  float* weights;              // [>=T, >=k] fp32
+  std::int64_t weights_row_stride;
+  std::int64_t weights_col_stride;
+  void* ids;                   // [>=T, >=k] int32 or int64
+  std::int64_t ids_row_stride;
+  std::int64_t ids_col_stride;
+  std::int64_t num_tokens;     // T
+  std::int32_t num_experts;    // E
+  std::int32_t topk;           // k
+  float route_scale;
+  float multiplier;            // used when has_multiplier
+  float eps;                   // used when has_eps
+  bool has_multiplier;
+  bool has_eps;
+  bool softmax;                // false: sigmoid
+  bool ids_int64;
+};
+
+struct LaunchOptions {
+  // Programmatic dependent launch on sm_90+: the kernel's launch overlaps the
+  // previous kernel's tail and waits (griddepcontrol.wait) before reading.
+  bool enable_pdl = true;
+  // Forces a path, for tests that prove the paths agree: 0 = automatic,
+  // 1 = register path (E <= 512), 2 = shared-memory path, 3 = register path
+  // with scalar loads even when vector loads are possible.
+  int force_path = 0;
+};
+
+constexpr std::int64_t kRegisterPathMaxExperts = 512;
+constexpr std::int64_t kSharedPathMaxExperts = 16384;
+constexpr std::int64_t kMaxTopK = 64;
+
+// Validates `p` (device kCuda), then launches on `stream`. Allocation-free
+// and free of host synchronization, so it can be captured in a CUDA graph.
+// Returns the CUDA error of the launch; argument errors throw ArgumentError.
+cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream,
+                           const LaunchOptions& options = {});
+
+// Per-dtype entry points, one translation unit each; `pdl` is already
+// resolved against the device.
+cudaError_t launch_routing_fp32(const KernelParams& kp, cudaStream_t stream,
+                                const LaunchOptions& options, bool pdl);
+cudaError_t launch_routing_bf16(const KernelParams& kp, cudaStream_t stream,
+                                const LaunchOptions& options, bool pdl);
+cudaError_t launch_routing_fp16(const KernelParams& kp, cudaStream_t stream,
+                                const LaunchOptions& options, bool pdl);
+
+}  // namespace musespark::cuda

@@ -1,0 +1,11 @@
+// Router kernel instantiations for __half logits.
+#include "routing_kernel_impl.cuh"
+
+namespace musespark::cuda {
+
+cudaError_t launch_routing_fp16(const KernelParams& kp, cudaStream_t stream,
+                              const LaunchOptions& options, bool pdl) {
+  return launch_routing_typed_impl<__half>(kp, stream, options, pdl);
+}
+
+}  // namespace musespark::cuda

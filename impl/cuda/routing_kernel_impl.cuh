@@ -1,0 +1,394 @@
+// Kernel bodies and per-dtype launch logic; included once per logits dtype by
+// routing_kernel_{fp32,bf16,fp16}.cu. See routing_kernel.cuh for the design.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "musespark/routing_math.h"
+#include "routing_kernel.cuh"
+
+namespace musespark::cuda {
+namespace rm = routing_math;
+
+constexpr int kBlockThreads = 256;
+
+template <typename T> struct LogitTraits;
+template <> struct LogitTraits<float> {
+  __device__ static float widen(float v) { return v; }
+};
+template <> struct LogitTraits<__nv_bfloat16> {
+  __device__ static float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+};
+template <> struct LogitTraits<__half> {
+  __device__ static float widen(__half v) { return __half2float(v); }
+};
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void store_slot(const KernelParams& p, std::int64_t row, int slot,
+                                           float w, std::int32_t id) {
+  p.weights[row * p.weights_row_stride + slot * p.weights_col_stride] = w;
+  const std::int64_t off = row * p.ids_row_stride + slot * p.ids_col_stride;
+  if (p.ids_int64)
+    static_cast<std::int64_t*>(p.ids)[off] = id;
+  else
+    static_cast<std::int32_t*>(p.ids)[off] = id;
+}
+
+__device__ __forceinline__ bool row_is_padded(const KernelParams& p, std::int64_t row) {
+  return p.is_padding != nullptr && p.is_padding[row * p.padding_stride];
+}
+
+__device__ __forceinline__ float apply_multiplier(const KernelParams& p, float x) {
+  return p.has_multiplier ? p.multiplier * x : x;
+}
+
+// ---------------------------------------------------------------------------
+// Register path: G lanes per row, P experts per lane, V-wide loads.
+// Expert e lives in lane (e / V) % G, register slot (e / (V*G)) * V + e % V.
+// ---------------------------------------------------------------------------
+template <typename T, int G, int P, int V>
+__global__ void __launch_bounds__(kBlockThreads)
+    route_register_kernel(const KernelParams p) {
+  static_assert(32 % G == 0 && P % V == 0, "tier shape");
+  constexpr int kRowsPerBlock = kBlockThreads / G;
+  constexpr int kChunks = P / V;
+  constexpr int kSlotsPerLane = 2;  // k <= min(E, 64) <= 2 * G for every tier
+  static_assert(kSlotsPerLane * G >= (G * P < 64 ? G * P : 64), "slots per lane");
+
+  pdl_wait();
+
+  const int lane = threadIdx.x % G;
+  const unsigned group_mask =
+      G == 32 ? 0xFFFFFFFFu : (((1u << G) - 1u) << ((threadIdx.x % 32) / G * G));
+  const int E = p.num_experts;
+
+  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / G;
+       row < p.num_tokens; row += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
+    if (row_is_padded(p, row)) {
+      for (int c = 0; c < kSlotsPerLane; ++c) {
+        const int j = c * G + lane;
+        if (j < p.topk) store_slot(p, row, j, 0.0f, -1);
+      }
+      continue;
+    }
+
+    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+    float s[P];
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const int e0 = (c * G + lane) * V;
+      if constexpr (V > 1) {
+        if (e0 < E) {  // E % V == 0 on this path: the whole vector is in range
+          const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(row_ptr + e0);
+#pragma unroll
+          for (int v = 0; v < V; ++v) s[c * V + v] = LogitTraits<T>::widen(vec.v[v]);
+        }
+      } else {
+        if (e0 < E) s[c] = LogitTraits<T>::widen(row_ptr[e0 * p.logits_col_stride]);
+      }
+    }
+
+    bool valid[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const int e = ((i / V) * G + lane) * V + i % V;
+      valid[i] = e < E;
+      s[i] = valid[i] ? apply_multiplier(p, s[i]) : 0.0f;
+    }
+
+    if (!p.softmax) {
+#pragma unroll
+      for (int i = 0; i < P; ++i) s[i] = rm::sigmoid(s[i]);
+    } else {
+      float mx = -INFINITY;
+      bool any_nan = false;
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        if (!valid[i]) continue;
+        any_nan |= isnan(s[i]);
+        mx = fmaxf(mx, s[i]);  // fmaxf drops NaN operands
+      }
+#pragma unroll
+      for (int off = G / 2; off > 0; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(group_mask, mx, off, G));
+      std::uint64_t fixed = 0;
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        if (!valid[i]) continue;
+        s[i] = rm::exp_f32(s[i] - mx);
+        if (isnan(s[i])) any_nan = true;
+        else fixed += rm::softmax_term_fixed(s[i]);
+      }
+#pragma unroll
+      for (int off = G / 2; off > 0; off /= 2) fixed += __shfl_xor_sync(group_mask, fixed, off, G);
+      any_nan = __any_sync(group_mask, any_nan);
+      const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
+#pragma unroll
+      for (int i = 0; i < P; ++i) s[i] = s[i] / sum;
+    }
+
+    std::uint64_t key[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const int e = ((i / V) * G + lane) * V + i % V;
+      key[i] = valid[i] ? rm::selection_key(s[i] + p.bias[e], static_cast<std::uint32_t>(e)) : 0;
+    }
+
+    // k rounds of a group-wide max over the remaining keys. Every lane sees
+    // the same winners in the same order, so every lane holds the same sum.
+    float selected_sum = 0.0f;
+    std::int32_t slot_id[kSlotsPerLane];
+    float slot_score[kSlotsPerLane];
+    for (int j = 0; j < p.topk; ++j) {
+      std::uint64_t best = 0;
+#pragma unroll
+      for (int i = 0; i < P; ++i) best = key[i] > best ? key[i] : best;
+#pragma unroll
+      for (int off = G / 2; off > 0; off /= 2) {
+        const std::uint64_t other = __shfl_xor_sync(group_mask, best, off, G);
+        best = other > best ? other : best;
+      }
+      float mine = 0.0f;
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        if (key[i] == best) {
+          mine = s[i];
+          key[i] = 0;
+        }
+      }
+      const std::uint32_t expert = rm::key_expert(best);
+      const float score = __shfl_sync(group_mask, mine, static_cast<int>((expert / V) % G), G);
+      selected_sum += score;
+#pragma unroll
+      for (int c = 0; c < kSlotsPerLane; ++c) {
+        if (j == c * G + lane) {
+          slot_id[c] = static_cast<std::int32_t>(expert);
+          slot_score[c] = score;
+        }
+      }
+    }
+
+    const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);
+#pragma unroll
+    for (int c = 0; c < kSlotsPerLane; ++c) {
+      const int j = c * G + lane;
+      if (j < p.topk) store_slot(p, row, j, slot_score[c] * scale, slot_id[c]);
+    }
+  }
+  pdl_launch_dependents();
+}
+
+// ---------------------------------------------------------------------------
+// Shared-memory path: one block per row, any E up to kSharedPathMaxExperts.
+// ---------------------------------------------------------------------------
+struct BlockScratch {
+  std::uint64_t warp_u64[kBlockThreads / 32];
+  float warp_f32[kBlockThreads / 32];
+  int warp_flag[kBlockThreads / 32];
+  std::int32_t slot_id[kMaxTopK];
+  float slot_score[kMaxTopK];
+};
+
+__device__ __forceinline__ std::uint64_t block_max_u64(std::uint64_t v, BlockScratch& sc) {
+  for (int off = 16; off > 0; off /= 2) {
+    const std::uint64_t o = __shfl_xor_sync(0xFFFFFFFFu, v, off);
+    v = o > v ? o : v;
+  }
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sc.warp_u64[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = sc.warp_u64[0];
+  for (int w = 1; w < kBlockThreads / 32; ++w) v = sc.warp_u64[w] > v ? sc.warp_u64[w] : v;
+  return v;
+}
+
+__device__ __forceinline__ std::uint64_t block_sum_u64(std::uint64_t v, BlockScratch& sc) {
+  for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, off);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sc.warp_u64[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = 0;
+  for (int w = 0; w < kBlockThreads / 32; ++w) v += sc.warp_u64[w];
+  return v;
+}
+
+__device__ __forceinline__ float block_max_f32(float v, BlockScratch& sc) {
+  for (int off = 16; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sc.warp_f32[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = sc.warp_f32[0];
+  for (int w = 1; w < kBlockThreads / 32; ++w) v = fmaxf(v, sc.warp_f32[w]);
+  return v;
+}
+
+__device__ __forceinline__ bool block_any(bool flag, BlockScratch& sc) {
+  flag = __any_sync(0xFFFFFFFFu, flag);
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) sc.warp_flag[threadIdx.x / 32] = flag;
+  __syncthreads();
+  bool any = false;
+  for (int w = 0; w < kBlockThreads / 32; ++w) any |= sc.warp_flag[w] != 0;
+  return any;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const KernelParams p) {
+  extern __shared__ __align__(16) unsigned char dynamic_smem[];
+  std::uint64_t* key = reinterpret_cast<std::uint64_t*>(dynamic_smem);  // [E]
+  float* s = reinterpret_cast<float*>(key + p.num_experts);               // [E]
+  __shared__ BlockScratch sc;
+
+  pdl_wait();
+  const int E = p.num_experts;
+  const int tid = threadIdx.x;
+
+  for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row_is_padded(p, row)) {
+      for (int j = tid; j < p.topk; j += kBlockThreads) store_slot(p, row, j, 0.0f, -1);
+      continue;
+    }
+    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+    for (int e = tid; e < E; e += kBlockThreads)
+      s[e] = apply_multiplier(p, LogitTraits<T>::widen(row_ptr[e * p.logits_col_stride]));
+
+    if (!p.softmax) {
+      for (int e = tid; e < E; e += kBlockThreads) s[e] = rm::sigmoid(s[e]);
+    } else {
+      float mx = -INFINITY;
+      bool any_nan = false;
+      for (int e = tid; e < E; e += kBlockThreads) {
+        any_nan |= isnan(s[e]);
+        mx = fmaxf(mx, s[e]);
+      }
+      mx = block_max_f32(mx, sc);
+      std::uint64_t fixed = 0;
+      for (int e = tid; e < E; e += kBlockThreads) {
+        s[e] = rm::exp_f32(s[e] - mx);
+        if (isnan(s[e])) any_nan = true;
+        else fixed += rm::softmax_term_fixed(s[e]);
+      }
+      fixed = block_sum_u64(fixed, sc);
+      any_nan = block_any(any_nan, sc);
+      const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
+      for (int e = tid; e < E; e += kBlockThreads) s[e] = s[e] / sum;
+    }
+
+    std::uint64_t my_best = 0;
+    for (int e = tid; e < E; e += kBlockThreads) {
+      key[e] = rm::selection_key(s[e] + p.bias[e], static_cast<std::uint32_t>(e));
+      my_best = key[e] > my_best ? key[e] : my_best;
+    }
+    // Each thread caches the best of its own experts; only the round's
+    // winner rescans, so a round costs one block reduction.
+    for (int j = 0; j < p.topk; ++j) {
+      const std::uint64_t best = block_max_u64(my_best, sc);
+      const std::uint32_t expert = rm::key_expert(best);
+      if (my_best == best) {
+        key[expert] = 0;
+        sc.slot_id[j] = static_cast<std::int32_t>(expert);
+        sc.slot_score[j] = s[expert];
+        my_best = 0;
+        for (int e = tid; e < E; e += kBlockThreads) my_best = key[e] > my_best ? key[e] : my_best;
+      }
+    }
+    __syncthreads();
+    float selected_sum = 0.0f;
+    for (int j = 0; j < p.topk; ++j) selected_sum += sc.slot_score[j];
+    const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);
+    for (int j = tid; j < p.topk; j += kBlockThreads)
+      store_slot(p, row, j, sc.slot_score[j] * scale, sc.slot_id[j]);
+    __syncthreads();  // scratch and staged scores are reused by the next row
+  }
+  pdl_launch_dependents();
+}
+
+// ---------------------------------------------------------------------------
+// Launch
+// ---------------------------------------------------------------------------
+template <typename Kernel>
+cudaError_t launch_kernel(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream,
+                          bool pdl, const KernelParams& kp) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(kBlockThreads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, kp);
+}
+
+// Enough blocks to cover the rows, capped so a grid-stride loop takes over.
+inline unsigned grid_for(std::int64_t work_items) {
+  constexpr std::int64_t kMaxBlocks = 1 << 20;
+  return static_cast<unsigned>(work_items < kMaxBlocks ? work_items : kMaxBlocks);
+}
+
+template <typename T, int G, int P>
+cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bool pdl,
+                                 bool allow_vector) {
+  constexpr int kRowsPerBlock = kBlockThreads / G;
+  constexpr int kVec = (16 / static_cast<int>(sizeof(T))) < P ? 16 / static_cast<int>(sizeof(T)) : P;
+  const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
+  const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
+  const bool vector_ok = allow_vector && kVec > 1 && kp.logits_col_stride == 1 &&
+                         kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
+                         (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+  if (vector_ok) return launch_kernel(route_register_kernel<T, G, P, kVec>, blocks, 0, stream, pdl, kp);
+  return launch_kernel(route_register_kernel<T, G, P, 1>, blocks, 0, stream, pdl, kp);
+}
+
+template <typename T>
+cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const std::size_t smem = static_cast<std::size_t>(kp.num_experts) * (sizeof(std::uint64_t) + sizeof(float));
+  if (smem > 48 * 1024) {
+    const cudaError_t err = cudaFuncSetAttribute(route_shared_kernel<T>,
+        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+  }
+  return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
+}
+
+// The tier table: one row per register tier, the smallest that fits E wins.
+// (group lanes G, experts per lane P); E <= G * P.
+template <typename T>
+cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t stream,
+                                      const LaunchOptions& options, bool pdl) {
+  const int E = kp.num_experts;
+  const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
+  if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
+  const bool vec = options.force_path != 3;
+  if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
+  if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
+  if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
+  if (E <= 64) return launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
+  if (E <= 128) return launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
+  if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
+  return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
+}
+
+}  // namespace musespark::cuda
+

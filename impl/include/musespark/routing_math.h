@@ -1,0 +1,91 @@
+// The fp32 arithmetic of SPEC section 1, shared by the CPU path and the CUDA
+// kernels so that both make the same decisions in the same order.
+//
+// Two choices here make results independent of how a kernel walks a row:
+//  * Selection uses a 64-bit key per expert: the fp32 score mapped to an
+//    order-preserving unsigned integer in the high half (NaN lowest, -0 folded
+//    onto +0) and the inverted expert index in the low half. The top-k keys
+//    are unique, so any correct top-k algorithm returns the same ids in the
+//    same order, with exact ties going to the lower index.
+//  * The softmax denominator is accumulated in 64-bit fixed point (each term
+//    is in [0, 1]), which is associative: any partition of the experts over
+//    threads gives the same bits.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "musespark/dtype.h"
+#include "musespark/host_device.h"
+
+namespace musespark::routing_math {
+
+MS_HOST_DEVICE inline float exp_f32(float x) {
+#ifdef __CUDA_ARCH__
+  return expf(x);
+#else
+  return std::exp(x);
+#endif
+}
+
+MS_HOST_DEVICE inline bool is_nan_bits(std::uint32_t bits) {
+  return (bits & 0x7FFFFFFFu) > 0x7F800000u;
+}
+
+MS_HOST_DEVICE inline float sigmoid(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+
+// Order-preserving map of an fp32 score onto uint32; NaN maps to 0, below -inf.
+MS_HOST_DEVICE inline std::uint32_t ordered_score(float q) {
+  std::uint32_t bits = float_as_bits(q);
+  if (is_nan_bits(bits)) return 0u;
+  if (bits == 0x80000000u) bits = 0u;  // -0 ranks equal to +0
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+
+// Larger key = earlier rank. Unique per expert within a row.
+MS_HOST_DEVICE inline std::uint64_t selection_key(float q, std::uint32_t expert) {
+  return (static_cast<std::uint64_t>(ordered_score(q)) << 32) | (0xFFFFFFFFu - expert);
+}
+
+MS_HOST_DEVICE inline std::uint32_t key_expert(std::uint64_t key) {
+  return 0xFFFFFFFFu - static_cast<std::uint32_t>(key & 0xFFFFFFFFu);
+}
+
+// Softmax denominator in fixed point: a term e in [0, 1] becomes
+// floor(e * 2^kSoftmaxFixedBits). E terms sum to at most E * 2^40, which
+// fits uint64 for E <= 2^23. Truncation loses < 2^-40 per term; the sum is at
+// least 1 (the row maximum contributes exp(0)), so the relative error is
+// below E * 2^-40 (2^-28 at E = 4096), well under one fp32 ulp.
+constexpr int kSoftmaxFixedBits = 40;
+constexpr std::int64_t kMaxFixedPointExperts = std::int64_t{1} << 23;
+
+MS_HOST_DEVICE inline std::uint64_t softmax_term_fixed(float e) {
+  const std::uint32_t bits = float_as_bits(e);
+  const std::uint32_t biased_exp = bits >> 23;  // sign is 0: e >= 0
+  if (biased_exp == 0) return 0;                // zero or subnormal: < 2^-126
+  const std::uint64_t man = (bits & 0x7FFFFFu) | 0x800000u;
+  // e = man * 2^(biased_exp - 150); fixed = man * 2^(biased_exp - 110).
+  const int shift = static_cast<int>(biased_exp) - 110;
+  if (shift >= 0) return man << shift;  // shift <= 17 since e <= 1
+  if (shift <= -24) return 0;
+  return man >> (-shift);
+}
+
+MS_HOST_DEVICE inline float softmax_sum_from_fixed(std::uint64_t fixed) {
+#ifdef __CUDA_ARCH__
+  const float f = __ull2float_rn(fixed);
+#else
+  const float f = static_cast<float>(fixed);
+#endif
+  return f * 9.094947017729282e-13f;  // 2^-40, exact scaling
+}
+
+// The factor every selected unbiased score is multiplied by:
+// route_scale / (sum of the selected scores in slot order + eps).
+MS_HOST_DEVICE inline float weight_scale(float selected_sum, bool has_eps, float eps,
+                                         float route_scale) {
+  if (has_eps) selected_sum += eps;
+  return route_scale / selected_sum;
+}
+
+}  // namespace musespark::routing_math
