@@ -48,17 +48,4 @@ RoutingOutput HostDestinations::to_output(const RoutingCase& c) const {
   return out;
 }
 
-std::vector<ImplementationPtr> registered_implementations() {
-  return {make_cpu_implementation(), make_cuda_implementation(), make_torch_recipe_implementation()};
-}
-
-ImplementationPtr find_implementation(std::string_view name) {
-  std::string known;
-  for (const ImplementationPtr& impl : registered_implementations()) {
-    if (impl->name() == name) return impl;
-    known += (known.empty() ? "" : ", ") + impl->name();
-  }
-  throw ArgumentError("unknown implementation '" + std::string(name) + "'; known: " + known);
-}
-
 }  // namespace musespark::harness

@@ -28,7 +28,7 @@ class Implementation {
 using ImplementationPtr = std::shared_ptr<const Implementation>;
 
 // cpu, cuda, torch-recipe, in that order; entries this build or machine
-// cannot run are present and say why.
+// cannot run are present and say why. (Defined in musespark_registry.)
 std::vector<ImplementationPtr> registered_implementations();
 
 // Throws ArgumentError naming the unknown value and the known names.

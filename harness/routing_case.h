@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct CaseConfig {
 
 // One line, key=value, enough to rebuild the case.
 std::string describe(const CaseConfig& c);
+
+// GoogleTest prints parameters with this.
+inline void PrintTo(const CaseConfig& c, std::ostream* os) { *os << describe(c); }
 
 // Poison written into every destination before a run; none of the routing
 // arithmetic can produce these bit patterns (a signalling NaN and an id far

@@ -1,0 +1,276 @@
+// The CUDA router kernel against the float64 reference and against itself
+// (paths, graphs, PDL, batch invariance, 64-bit offsets). Every test skips
+// with the reason when no CUDA device is usable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "harness/cuda_case.h"
+#include "harness/implementations.h"
+#include "musespark/errors.h"
+#include "../test_support.h"
+
+namespace musespark {
+namespace {
+
+using harness::CaseConfig;
+using harness::RoutingCase;
+using harness::RoutingOutput;
+
+#define SKIP_WITHOUT_GPU()                                                       \
+  do {                                                                           \
+    if (const std::string why = harness::cuda_unavailable_reason(); !why.empty()) \
+      GTEST_SKIP() << why;                                                       \
+  } while (0)
+
+void expect_bitwise_equal(const RoutingOutput& a, const RoutingOutput& b, const std::string& what) {
+  ASSERT_EQ(a.weights.size(), b.weights.size());
+  int shown = 0;
+  for (std::size_t i = 0; i < a.weights.size(); ++i) {
+    const bool same = std::memcmp(&a.weights[i], &b.weights[i], 4) == 0 && a.ids[i] == b.ids[i];
+    if (!same && shown++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " differs: (" << a.ids[i] << ", " << a.weights[i]
+                    << ") vs (" << b.ids[i] << ", " << b.weights[i] << ")";
+  }
+}
+
+// ---- the reference grid of issue 3 ---------------------------------------
+std::vector<CaseConfig> kernel_grid() {
+  const std::int64_t experts[] = {1, 2, 3, 7, 8, 31, 32, 33, 64, 127, 128, 255, 256, 257, 384, 512, 1000, 1024, 2048, 4096};
+  const std::int64_t tokens[] = {0, 1, 2, 31, 32, 33, 1000};
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal, harness::LogitsDistribution::kQuantized,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
+      harness::LogitsDistribution::kHuge, harness::LogitsDistribution::kWide};
+  std::vector<CaseConfig> grid;
+  std::uint64_t i = 0;
+  for (std::int64_t E : experts) {
+    const std::int64_t k_max = std::min<std::int64_t>(E, 64);
+    // k sampled: 1, 2, a middle value, the maximum.
+    std::vector<std::int64_t> ks = {1, std::min<std::int64_t>(2, k_max), std::max<std::int64_t>(1, k_max / 2), k_max};
+    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+    for (std::int64_t k : ks)
+      for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+        for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
+          CaseConfig c;
+          c.experts = E;
+          c.topk = k;
+          c.logits_dtype = dtype;
+          c.normalization = norm;
+          c.tokens = tokens[i % 7];
+          if (E >= 2048 && c.tokens > 33) c.tokens = 33;  // keeps the float64 reference quick
+          c.layout = static_cast<harness::LogitsLayout>(i % 3);
+          c.padding = static_cast<harness::PaddingMode>((i / 3) % 3);
+          c.padding_stride = 1 + static_cast<std::int64_t>(i % 2);
+          c.logits = dists[i % 6];
+          c.bias = static_cast<harness::BiasDistribution>((i / 2) % 6);
+          if (i % 3 == 0) c.multiplier = 0.17677669529663687;
+          if (i % 4 == 1) c.eps = 1e-15;
+          c.route_scale = (i % 5 == 0) ? 2.5 : 1.0;
+          c.extra_rows = i % 2;
+          c.extra_cols = (i / 2) % 2;
+          c.ids_dtype = (i % 7 == 3) ? DType::kInt64 : DType::kInt32;
+          c.seed = testing::test_seed() * 7919 + i;
+          grid.push_back(c);
+          ++i;
+        }
+  }
+  // A large batch on a few shapes.
+  for (std::int64_t E : {8, 64, 256}) {
+    CaseConfig c;
+    c.experts = E;
+    c.topk = std::min<std::int64_t>(8, E);
+    c.tokens = 65537;
+    c.logits_dtype = DType::kBFloat16;
+    c.padding = harness::PaddingMode::kSparse;
+    c.seed = testing::test_seed() + static_cast<std::uint64_t>(E);
+    grid.push_back(c);
+  }
+  return grid;
+}
+
+class CudaGrid : public ::testing::TestWithParam<CaseConfig> {};
+
+TEST_P(CudaGrid, MatchesReference) {
+  SKIP_WITHOUT_GPU();
+  const RoutingCase c(GetParam());
+  EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c))));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernel, CudaGrid, ::testing::ValuesIn(kernel_grid()),
+                         [](const auto& info) { return "case" + std::to_string(info.index); });
+
+// ---- paths agree bit for bit ----------------------------------------------
+TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
+    for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
+      CaseConfig cfg;
+      cfg.experts = E;
+      cfg.topk = std::min<std::int64_t>(E, 8);
+      cfg.tokens = 300;
+      cfg.normalization = norm;
+      cfg.logits = harness::LogitsDistribution::kQuantized;
+      cfg.seed = E;
+      const RoutingCase c(cfg);
+      const RoutingOutput reg = harness::run_cuda_case(c, {.force_path = 1});
+      const RoutingOutput shared = harness::run_cuda_case(c, {.force_path = 2});
+      const RoutingOutput scalar = harness::run_cuda_case(c, {.force_path = 3});
+      expect_bitwise_equal(reg, shared, "register vs shared, E=" + std::to_string(E));
+      expect_bitwise_equal(reg, scalar, "vector vs scalar loads, E=" + std::to_string(E));
+    }
+  }
+}
+
+TEST(CudaKernel, PdlOnEqualsPdlOff) {
+  SKIP_WITHOUT_GPU();
+  CaseConfig cfg;
+  cfg.experts = 256;
+  cfg.topk = 8;
+  cfg.tokens = 4096;
+  const RoutingCase c(cfg);
+  expect_bitwise_equal(harness::run_cuda_case(c, {.enable_pdl = true}),
+                       harness::run_cuda_case(c, {.enable_pdl = false}), "PDL on vs off");
+}
+
+TEST(CudaKernel, GraphReplayEqualsDirectLaunch) {
+  SKIP_WITHOUT_GPU();
+  CaseConfig cfg;
+  cfg.experts = 128;
+  cfg.topk = 6;
+  cfg.tokens = 1000;
+  cfg.padding = harness::PaddingMode::kSparse;
+  cfg.logits_dtype = DType::kBFloat16;
+  const RoutingCase c(cfg);
+  const RoutingOutput direct = harness::run_cuda_case(c);
+
+  harness::CudaCase dev(c);
+  cudaStream_t stream;
+  harness::check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  harness::check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+  for (int i = 0; i < 3; ++i) harness::check_cuda(cuda::launch_routing(dev.params(), stream), "captured launch");
+  harness::check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
+  harness::check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  harness::check_cuda(cudaGraphLaunch(exec, stream), "replay");
+  harness::check_cuda(cudaStreamSynchronize(stream), "replay sync");
+  expect_bitwise_equal(direct, dev.read_output(), "graph replay vs direct");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+// ---- batch invariance -------------------------------------------------------
+TEST(CudaKernel, ARowAloneEqualsTheRowEmbedded) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {8, 64, 256, 1000}) {
+    CaseConfig cfg;
+    cfg.experts = E;
+    cfg.topk = std::min<std::int64_t>(E, 8);
+    cfg.tokens = 513;
+    cfg.normalization = E % 2 ? Normalization::kSigmoid : Normalization::kSoftmax;
+    cfg.layout = harness::LogitsLayout::kTransposed;
+    const RoutingCase big(cfg);
+    const RoutingOutput all = harness::run_cuda_case(big);
+    for (std::int64_t t : {0, 1, 255, 512}) {
+      CaseConfig one_cfg = cfg;
+      one_cfg.tokens = 1;
+      one_cfg.layout = harness::LogitsLayout::kContiguous;
+      RoutingCase one(one_cfg);
+      for (std::int64_t e = 0; e < E; ++e) {
+        one.set_logit(0, e, big.logit(t, e));
+        one.set_bias(e, big.bias()[e]);
+      }
+      const RoutingOutput alone = harness::run_cuda_case(one);
+      for (std::int64_t j = 0; j < cfg.topk; ++j) {
+        EXPECT_EQ(alone.ids[j], all.ids[t * big.dest_cols() + j]) << "E=" << E << " row " << t;
+        EXPECT_EQ(std::memcmp(&alone.weights[j], &all.weights[t * big.dest_cols() + j], 4), 0)
+            << "E=" << E << " row " << t << " slot " << j;
+      }
+    }
+  }
+}
+
+TEST(CudaKernel, TwoRunsAreBitwiseIdentical) {
+  SKIP_WITHOUT_GPU();
+  CaseConfig cfg;
+  cfg.experts = 2048;
+  cfg.topk = 64;
+  cfg.tokens = 200;
+  cfg.normalization = Normalization::kSoftmax;
+  const RoutingCase c(cfg);
+  expect_bitwise_equal(harness::run_cuda_case(c), harness::run_cuda_case(c), "run to run");
+}
+
+// ---- range and errors ---------------------------------------------------------
+TEST(CudaKernel, OutOfRangeConfigurationsAreClearErrors) {
+  SKIP_WITHOUT_GPU();
+  CaseConfig cfg;
+  cfg.experts = 20000;
+  cfg.topk = 4;
+  const RoutingCase big(cfg);
+  harness::CudaCase dev(big);
+  try {
+    (void)cuda::launch_routing(dev.params(), nullptr);
+    ADD_FAILURE() << "no error for E=20000";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("num_experts = 20000 is above the kernel's maximum 16384"), std::string::npos) << e.what();
+  }
+  cfg.experts = 128;
+  cfg.topk = 100;
+  const RoutingCase wide_k(cfg);
+  harness::CudaCase dev2(wide_k);
+  EXPECT_THROW((void)cuda::launch_routing(dev2.params(), nullptr), ArgumentError);
+}
+
+// ---- 64-bit offsets -------------------------------------------------------------
+TEST(CudaKernel, RowOffsetsBeyond2To31Elements) {
+  SKIP_WITHOUT_GPU();
+  // Three bf16 rows 2^30 elements apart: the last row starts at element 2^31.
+  constexpr std::int64_t E = 64, k = 8, T = 3, kStride = std::int64_t{1} << 30;
+  CaseConfig cfg;
+  cfg.experts = E;
+  cfg.topk = k;
+  cfg.tokens = T;
+  cfg.logits_dtype = DType::kBFloat16;
+  const RoutingCase compact(cfg);
+
+  const std::size_t elements = static_cast<std::size_t>((T - 1) * kStride + E);
+  harness::DeviceBuffer logits(elements * 2);
+  for (std::int64_t t = 0; t < T; ++t)
+    harness::check_cuda(cudaMemcpy(static_cast<std::uint16_t*>(logits.get()) + t * kStride,
+                                   compact.logits_bytes().data() + t * E * 2, E * 2, cudaMemcpyHostToDevice),
+                        "upload row");
+  harness::CudaCase dev(compact);
+  RoutingParams p = dev.params();
+  p.logits = logits.get();
+  p.logits_row_stride = kStride;
+  harness::check_cuda(cuda::launch_routing(p, nullptr), "launch");
+  EXPECT_TRUE(testing::Passes(harness::compare_output(compact, dev.read_output())));
+}
+
+// ---- a small set for compute-sanitizer (memcheck, racecheck) -------------------
+TEST(Sanitizer, RepresentativeSubset) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {7, 64, 256, 512, 1000}) {
+    for (int path : {0, 2}) {
+      if (path == 2 && E > 512) continue;
+      CaseConfig cfg;
+      cfg.experts = E;
+      cfg.topk = std::min<std::int64_t>(E, 8);
+      cfg.tokens = 67;
+      cfg.normalization = E % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+      cfg.padding = harness::PaddingMode::kSparse;
+      cfg.extra_cols = 1;
+      cfg.layout = harness::LogitsLayout::kColumnStrided;
+      const RoutingCase c(cfg);
+      EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c, {.force_path = path}))));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace musespark
