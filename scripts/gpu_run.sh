@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Everything the GPU machine does, in one call (device time is scarce):
+# configure + build the gpu preset, the GPU tests, compute-sanitizer on a
+# representative subset, `musespark check`, and (when present) the perf sweep.
+# Logs and JSON go to $OUT (or ./gpu-out when OUT is unset).
+#
+#   scripts/prepare_gpu_deps.sh          # here, once
+#   device run (carry .gpu-deps):  scripts/gpu_run.sh [build|test|sanitize|check|perf ...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize check)
+
+export MUSESPARK_TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+export MUSESPARK_EXTRA_PREFIX=$PWD/.gpu-deps/usr
+status=0
+log() { echo "== $* ($(date +%T))" | tee -a "$OUT/summary.log"; }
+
+for step in "${steps[@]}"; do
+  case "$step" in
+    build)
+      log "configure + build (gpu preset)"
+      nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/summary.log"
+      { cmake --preset gpu && cmake --build --preset gpu; } > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+      tail -3 "$OUT/build.log" ;;
+    test)
+      log "ctest -L gpu"
+      ctest --preset gpu 2>&1 | tee "$OUT/ctest_gpu.log" | tail -15 || status=1
+      grep -q "100% tests passed" "$OUT/ctest_gpu.log" || status=1
+      ./build/gpu/property_tests/test_cuda_kernel > "$OUT/test_cuda_kernel.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$OUT/test_cuda_kernel.log" | tee -a "$OUT/summary.log" ;;
+    sanitize)
+      for tool in memcheck racecheck; do
+        log "compute-sanitizer --tool $tool (Sanitizer.*)"
+        compute-sanitizer --tool "$tool" --error-exitcode 99 ./build/gpu/property_tests/test_cuda_kernel \
+          --gtest_filter='Sanitizer.*' > "$OUT/sanitizer_$tool.log" 2>&1 || status=1
+        tail -3 "$OUT/sanitizer_$tool.log" | tee -a "$OUT/summary.log"
+      done ;;
+    check)
+      log "musespark check"
+      ./build/gpu/harness/musespark check 2>&1 | tee "$OUT/check.log" | tail -8 || status=1 ;;
+    perf)
+      if [ -x scripts/perf_sweep.sh ]; then log "perf sweep"; scripts/perf_sweep.sh "$OUT" || status=1; fi ;;
+    *) echo "gpu_run: unknown step '$step' (build, test, sanitize, check, perf)"; exit 2 ;;
+  esac
+done
+log "done, status $status"
+exit $status
