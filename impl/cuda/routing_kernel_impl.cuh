@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "musespark/routing_math.h"
@@ -361,13 +362,23 @@ cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bo
   return launch_kernel(route_register_kernel<T, G, P, 1>, blocks, 0, stream, pdl, kp);
 }
 
+// Dynamic shared memory beyond the 48 KB default needs an opt-in per kernel
+// and device; the largest size granted so far is remembered per device so the
+// attribute call is made once, not per launch.
 template <typename T>
 cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   const std::size_t smem = static_cast<std::size_t>(kp.num_experts) * (sizeof(std::uint64_t) + sizeof(float));
-  if (smem > 48 * 1024) {
-    const cudaError_t err = cudaFuncSetAttribute(route_shared_kernel<T>,
-        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  constexpr int kMaxDevices = 64;
+  static std::atomic<std::size_t> granted[kMaxDevices] = {};
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  std::atomic<std::size_t>& slot = granted[device % kMaxDevices];
+  if (smem + sizeof(BlockScratch) > 48 * 1024 && slot.load(std::memory_order_relaxed) < smem) {
+    err = cudaFuncSetAttribute(route_shared_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem));
     if (err != cudaSuccess) return err;
+    slot.store(smem, std::memory_order_relaxed);
   }
   return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
 }
