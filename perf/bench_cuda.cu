@@ -1,0 +1,176 @@
+// Times the CUDA kernel: CUDA events around the replay of a CUDA graph of
+// many launches (warm L2, as the anchor was measured), or around single
+// launches after an L2 flush.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "bench_impls.h"
+#include "musespark/route.h"
+#include "routing_kernel.cuh"
+
+namespace musespark::perf {
+namespace {
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(err));
+}
+
+// Deterministic pseudo-normal logits (sum of four hashed uniforms).
+template <typename T>
+__global__ void fill_logits(T* out, std::int64_t n, std::uint32_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    float acc = 0.0f;
+    std::uint32_t h = static_cast<std::uint32_t>(i) * 2654435761u ^ seed ^ static_cast<std::uint32_t>(i >> 32);
+    for (int r = 0; r < 4; ++r) {
+      h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+      acc += static_cast<float>(h) * 2.3283064e-10f;
+    }
+    out[i] = static_cast<T>((acc - 2.0f) * 1.7320508f);
+  }
+}
+
+__global__ void fill_padding(bool* pad, std::int64_t n, bool half) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    pad[i] = half && (i % 2 == 1);
+}
+
+struct DeviceMem {
+  void* p = nullptr;
+  explicit DeviceMem(std::size_t bytes) { check(cudaMalloc(&p, bytes > 0 ? bytes : 1), "cudaMalloc"); }
+  ~DeviceMem() { cudaFree(p); }
+};
+
+struct Events {
+  cudaEvent_t start, stop;
+  Events() { cudaEventCreate(&start); cudaEventCreate(&stop); }
+  ~Events() { cudaEventDestroy(start); cudaEventDestroy(stop); }
+  double seconds() {
+    float ms = 0;
+    check(cudaEventSynchronize(stop), "event sync");
+    check(cudaEventElapsedTime(&ms, start, stop), "event elapsed");
+    return ms * 1e-3;
+  }
+};
+
+}  // namespace
+
+std::string cuda_unavailable() {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorName(err);
+  if (n == 0) return "no CUDA device";
+  return {};
+}
+
+double describe_gpu_and_measure_copy_bandwidth() {
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  int driver = 0, runtime = 0, sm_khz = 0, mem_khz = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, 0);
+  cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
+  benchmark::AddCustomContext("gpu_name", prop.name);
+  benchmark::AddCustomContext("gpu_sm_count", std::to_string(prop.multiProcessorCount));
+  benchmark::AddCustomContext("gpu_l2_bytes", std::to_string(prop.l2CacheSize));
+  benchmark::AddCustomContext("gpu_sm_clock_mhz", std::to_string(sm_khz / 1000));
+  benchmark::AddCustomContext("gpu_mem_clock_mhz", std::to_string(mem_khz / 1000));
+  benchmark::AddCustomContext("cuda_driver_version", std::to_string(driver));
+  benchmark::AddCustomContext("cuda_runtime_version", std::to_string(runtime));
+
+  // Device-to-device copy of 1 GiB, best of 5, counting bytes read + written.
+  const std::size_t bytes = std::size_t{1} << 30;
+  DeviceMem a(bytes), b(bytes);
+  Events ev;
+  double best = 1e30;
+  for (int i = 0; i < 6; ++i) {
+    check(cudaEventRecord(ev.start), "record");
+    check(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice), "copy");
+    check(cudaEventRecord(ev.stop), "record");
+    const double s = ev.seconds();
+    if (i > 0) best = std::min(best, s);
+  }
+  const double bw = 2.0 * static_cast<double>(bytes) / best;
+  benchmark::AddCustomContext("d2d_copy_gbps", std::to_string(bw / 1e9));
+  return bw;
+}
+
+void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw) {
+  const std::int64_t T = cell.tokens, E = cell.experts, k = cell.topk;
+  DeviceMem logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype));
+  DeviceMem bias(static_cast<std::size_t>(E) * 4), weights(static_cast<std::size_t>(T * k) * 4),
+      ids(static_cast<std::size_t>(T * k) * 4), pad(static_cast<std::size_t>(T));
+  const unsigned blocks = 1024;
+  switch (cell.dtype) {
+    case DType::kFloat32: fill_logits<<<blocks, 256>>>(static_cast<float*>(logits.p), T * E, 1); break;
+    case DType::kBFloat16: fill_logits<<<blocks, 256>>>(static_cast<__nv_bfloat16*>(logits.p), T * E, 1); break;
+    default: fill_logits<<<blocks, 256>>>(static_cast<__half*>(logits.p), T * E, 1); break;
+  }
+  fill_logits<<<4, 256>>>(static_cast<float*>(bias.p), E, 2);
+  fill_padding<<<blocks, 256>>>(static_cast<bool*>(pad.p), T, cell.half_padded);
+  check(cudaDeviceSynchronize(), "fill");
+
+  RoutingParams p;
+  p.device = Device::kCuda;
+  p.logits = logits.p;
+  p.logits_dtype = cell.dtype;
+  p.logits_row_stride = E;
+  p.num_tokens = T;
+  p.num_experts = E;
+  p.bias = static_cast<const float*>(bias.p);
+  p.topk = k;
+  p.normalization = cell.norm;
+  p.route_scale = 2.5;
+  p.multiplier = 0.17677669529663687;
+  p.eps = 1e-15;
+  if (cell.half_padded) p.is_padding = static_cast<const bool*>(pad.p);
+  set_contiguous_outputs(p, static_cast<float*>(weights.p), ids.p, DType::kInt32);
+
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  cuda::LaunchOptions lo;
+  lo.enable_pdl = options.pdl;
+  check(cuda::launch_routing(p, stream, lo), "launch");
+  check(cudaStreamSynchronize(stream), "warm-up");
+  Events ev;
+
+  if (!options.flush_l2) {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int i = 0; i < options.graph_launches; ++i) check(cuda::launch_routing(p, stream, lo), "captured launch");
+    check(cudaStreamEndCapture(stream, &graph), "end capture");
+    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    check(cudaGraphLaunch(exec, stream), "warm replay");
+    for (auto _ : state) {
+      check(cudaEventRecord(ev.start, stream), "record");
+      check(cudaGraphLaunch(exec, stream), "replay");
+      check(cudaEventRecord(ev.stop, stream), "record");
+      state.SetIterationTime(ev.seconds() / options.graph_launches);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  } else {
+    int l2 = 0;
+    cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
+    DeviceMem flush(static_cast<std::size_t>(l2) * 2);
+    for (auto _ : state) {
+      check(cudaMemsetAsync(flush.p, 0, static_cast<std::size_t>(l2) * 2, stream), "flush");
+      check(cudaEventRecord(ev.start, stream), "record");
+      check(cuda::launch_routing(p, stream, lo), "launch");
+      check(cudaEventRecord(ev.stop, stream), "record");
+      state.SetIterationTime(ev.seconds());
+    }
+  }
+  cudaStreamDestroy(stream);
+  set_counters(state, cell, copy_bw);
+}
+
+}  // namespace musespark::perf

@@ -1,0 +1,35 @@
+// One timing function per implementation; routing_benchmark.cpp registers
+// the cells and calls these.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "routing_cells.h"
+
+namespace musespark::perf {
+
+struct BenchOptions {
+  bool flush_l2 = false;   // rewrite a buffer twice the L2 size before each timed launch
+  bool pdl = true;
+  int graph_launches = 20; // launches captured in the CUDA graph that is replayed
+};
+
+// Reports a cell that cannot run on this machine, in whichever way this
+// Google Benchmark version offers.
+void skip_cell(benchmark::State& state, const std::string& why);
+
+// Sets bytes, tokens and percent-of-copy-bandwidth counters from the time.
+void set_counters(benchmark::State& state, const Cell& cell, double copy_bytes_per_second);
+
+// Empty when the CUDA kernel can be timed here, else why not.
+std::string cuda_unavailable();
+// GPU name, clocks, driver/runtime versions into the JSON context, and the
+// measured device-to-device copy bandwidth (read + write bytes per second).
+double describe_gpu_and_measure_copy_bandwidth();
+void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw);
+void run_torch_cell(benchmark::State& state, const Cell& cell, double copy_bw);
+void run_cpu_cell(benchmark::State& state, const Cell& cell, double copy_bw);
+
+}  // namespace musespark::perf

@@ -1,0 +1,128 @@
+// routing_benchmark: the router timed per cell, implementations side by side.
+//
+//   routing_benchmark --preset=anchor --benchmark_out=anchor.json --benchmark_out_format=json
+//
+// Own flags (the rest go to Google Benchmark):
+//   --preset=quick|decode|prefill|anchor|full   (default quick)
+//   --impls=cuda,torch-recipe,cpu               (default: all this build has)
+//   --flush-l2        time single launches after an L2 flush (default: warm L2, graph replay)
+//   --no-pdl          launch without programmatic dependent launch
+//   --graph-launches=N  launches per replayed graph (default 20)
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench_impls.h"
+#include "musespark/errors.h"
+
+namespace {
+
+using musespark::perf::BenchOptions;
+using musespark::perf::Cell;
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+bool take_flag(const char* arg, const char* name, std::string* value) {
+  const std::size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) != 0) return false;
+  if (arg[n] == '\0') { *value = ""; return true; }
+  if (arg[n] != '=') return false;
+  *value = arg + n + 1;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string preset = "quick";
+  std::vector<std::string> impls;
+#ifdef MUSESPARK_HAVE_CUDA
+  impls.push_back("cuda");
+#endif
+#ifdef MUSESPARK_HAVE_TORCH
+  impls.push_back("torch-recipe");
+#endif
+  impls.push_back("cpu");
+  BenchOptions options;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    std::string v;
+    if (take_flag(argv[i], "--preset", &v)) preset = v;
+    else if (take_flag(argv[i], "--impls", &v)) impls = split(v);
+    else if (take_flag(argv[i], "--flush-l2", &v)) options.flush_l2 = true;
+    else if (take_flag(argv[i], "--no-pdl", &v)) options.pdl = false;
+    else if (take_flag(argv[i], "--graph-launches", &v)) options.graph_launches = std::stoi(v);
+    else rest.push_back(argv[i]);
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
+
+  std::vector<Cell> cells;
+  try {
+    cells = musespark::perf::preset_cells(preset, impls);
+  } catch (const musespark::ArgumentError& e) {
+    std::cerr << "routing_benchmark: " << e.what() << "\n";
+    return 2;
+  }
+  for (const std::string& impl : impls)
+    if (impl != "cuda" && impl != "torch-recipe" && impl != "cpu") {
+      std::cerr << "routing_benchmark: unknown implementation '" << impl << "'; known: cuda, torch-recipe, cpu\n";
+      return 2;
+    }
+
+  benchmark::AddCustomContext("git_commit", MUSESPARK_GIT_COMMIT);
+  benchmark::AddCustomContext("build_type", MUSESPARK_BUILD_TYPE);
+  benchmark::AddCustomContext("preset", preset);
+  benchmark::AddCustomContext("l2", options.flush_l2 ? "flushed before each launch" : "warm (graph replay)");
+  benchmark::AddCustomContext("pdl", options.pdl ? "on" : "off");
+  benchmark::AddCustomContext("graph_launches", std::to_string(options.graph_launches));
+
+  double copy_bw = 0;
+  std::string cuda_why = "this build has no CUDA kernel";
+#ifdef MUSESPARK_HAVE_CUDA
+  cuda_why = musespark::perf::cuda_unavailable();
+  if (cuda_why.empty()) copy_bw = musespark::perf::describe_gpu_and_measure_copy_bandwidth();
+#endif
+  if (!cuda_why.empty()) {
+    benchmark::AddCustomContext("gpu", "none: " + cuda_why);
+    std::cerr << "routing_benchmark: CUDA cells skipped: " << cuda_why << "\n";
+  }
+
+  for (const Cell& cell : cells) {
+    auto* b = benchmark::RegisterBenchmark(cell.name().c_str(), [cell, options, copy_bw, cuda_why](benchmark::State& st) {
+      try {
+        if (cell.impl == "cuda") {
+#ifdef MUSESPARK_HAVE_CUDA
+          if (cuda_why.empty()) return musespark::perf::run_cuda_cell(st, cell, options, copy_bw);
+#endif
+          return musespark::perf::skip_cell(st, cuda_why);
+        }
+        if (cell.impl == "torch-recipe") {
+#ifdef MUSESPARK_HAVE_TORCH
+          return musespark::perf::run_torch_cell(st, cell, copy_bw);
+#else
+          return musespark::perf::skip_cell(st, "this build has no LibTorch");
+#endif
+        }
+        return musespark::perf::run_cpu_cell(st, cell, copy_bw);
+      } catch (const std::exception& e) {
+        st.SkipWithError(e.what());
+      }
+    });
+    b->UseManualTime()->Unit(benchmark::kMicrosecond);
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

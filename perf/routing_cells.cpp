@@ -1,0 +1,70 @@
+#include "routing_cells.h"
+
+#include <sstream>
+
+#include "musespark/errors.h"
+
+namespace musespark::perf {
+
+std::string Cell::name() const {
+  std::ostringstream os;
+  os << "routing/impl:" << impl << "/tokens:" << tokens << "/experts:" << experts << "/topk:" << topk
+     << "/dtype:" << dtype_name(dtype) << "/norm:" << normalization_name(norm)
+     << "/padding:" << (half_padded ? "half" : "none");
+  return os.str();
+}
+
+double Cell::bytes() const {
+  return static_cast<double>(tokens) * static_cast<double>(experts) * static_cast<double>(dtype_size(dtype)) +
+         static_cast<double>(tokens) * static_cast<double>(topk) * 8.0 + static_cast<double>(experts) * 4.0;
+}
+
+namespace {
+
+void product(std::vector<Cell>& out, const std::vector<std::string>& impls, const std::vector<std::int64_t>& tokens,
+             const std::vector<std::int64_t>& experts, const std::vector<std::int64_t>& topks,
+             const std::vector<DType>& dtypes, const std::vector<Normalization>& norms, bool half_padded = false) {
+  for (const std::string& impl : impls)
+    for (DType d : dtypes)
+      for (Normalization n : norms)
+        for (std::int64_t e : experts)
+          for (std::int64_t k : topks)
+            for (std::int64_t t : tokens) {
+              if (k > e) continue;
+              // The CPU path is timed on small cells only.
+              if (impl == "cpu" && static_cast<double>(t) * static_cast<double>(e) > 4.0e6) continue;
+              out.push_back(Cell{impl, t, e, k, d, n, half_padded});
+            }
+}
+
+}  // namespace
+
+std::vector<Cell> preset_cells(std::string_view preset, const std::vector<std::string>& impls) {
+  const std::vector<Normalization> both = {Normalization::kSigmoid, Normalization::kSoftmax};
+  std::vector<Cell> cells;
+  if (preset == "quick") {
+    product(cells, impls, {1, 64}, {8, 64}, {1, 8}, {DType::kFloat32}, {Normalization::kSigmoid});
+  } else if (preset == "anchor" || preset == "full") {
+    product(cells, impls, {1, 16, 128, 1024, 8192, 65536}, {8, 64, 128, 256, 512}, {1, 4, 8},
+            {DType::kFloat32, DType::kBFloat16}, both);
+    if (preset == "full") {
+      product(cells, impls, {1, 16, 128, 1024, 8192, 65536, 262144}, {16, 32, 384, 1024, 2048}, {8},
+              {DType::kFloat32, DType::kBFloat16}, both);
+      product(cells, impls, {1, 128, 8192, 65536, 262144}, {64, 256, 512}, {2, 6, 16},
+              {DType::kFloat16}, {Normalization::kSigmoid});
+      product(cells, impls, {262144}, {64, 256, 512}, {8}, {DType::kFloat32, DType::kBFloat16}, both);
+      product(cells, impls, {128, 65536}, {256}, {8}, {DType::kBFloat16}, {Normalization::kSigmoid}, true);
+    }
+  } else if (preset == "decode") {
+    product(cells, impls, {1, 2, 4, 8, 16, 32, 64, 128}, {8, 64, 128, 256, 384, 512, 1024, 2048}, {1, 4, 8},
+            {DType::kFloat32, DType::kBFloat16}, both);
+  } else if (preset == "prefill") {
+    product(cells, impls, {1024, 4096, 16384, 65536, 262144}, {8, 64, 128, 256, 384, 512, 1024, 2048}, {1, 4, 8, 16},
+            {DType::kFloat32, DType::kBFloat16}, both);
+  } else {
+    throw ArgumentError("unknown preset '" + std::string(preset) + "'; known: quick, decode, prefill, anchor, full");
+  }
+  return cells;
+}
+
+}  // namespace musespark::perf

@@ -1,0 +1,36 @@
+// The benchmark grid: named presets of (impl, tokens, experts, topk, dtype,
+// normalization, padding) cells, and the byte count of SPEC section 4.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "musespark/routing_params.h"
+
+namespace musespark::perf {
+
+struct Cell {
+  std::string impl;  // cuda, torch-recipe, cpu
+  std::int64_t tokens = 1;
+  std::int64_t experts = 8;
+  std::int64_t topk = 1;
+  DType dtype = DType::kFloat32;
+  Normalization norm = Normalization::kSigmoid;
+  bool half_padded = false;
+
+  // routing/impl:cuda/tokens:65536/experts:256/topk:8/dtype:float32/norm:sigmoid/padding:none
+  std::string name() const;
+  // T*E*sizeof(logit) + T*k*8 + E*4 (SPEC section 4)
+  double bytes() const;
+};
+
+// quick: a seconds-long CPU smoke. decode: T <= 128. prefill: T >= 1024.
+// anchor: exactly the cells of shared/anchors/h100_seed_router.csv.
+// full: anchor plus the extra axes (fp16, 16/32/384/1024/2048 experts,
+// top-2/6/16, 262144 tokens, half padding) at fewer combinations.
+// Throws ArgumentError naming an unknown preset.
+std::vector<Cell> preset_cells(std::string_view preset, const std::vector<std::string>& impls);
+
+}  // namespace musespark::perf

@@ -1,0 +1,1 @@
+"""Turns routing_benchmark JSON into Markdown reports with SVG plots."""

@@ -1,0 +1,81 @@
+"""Tests of the renderer and the compare mode on small synthetic runs."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "render_report.py")
+
+
+def run_json(path, times, reps=1, gpu=True):
+    rows = []
+    for (impl, t, e, k), us in times.items():
+        for r in range(reps):
+            rows.append({"name": f"routing/impl:{impl}/tokens:{t}/experts:{e}/topk:{k}/dtype:float32/norm:sigmoid/padding:none/manual_time",
+                         "run_type": "iteration", "real_time": us * (1 + 0.01 * r), "time_unit": "us",
+                         "bytes_per_call": t * e * 4 + t * k * 8 + e * 4})
+    ctx = {"d2d_copy_gbps": "3000", "gpu_name": "test GPU"} if gpu else {}
+    with open(path, "w") as f:
+        json.dump({"context": ctx, "benchmarks": rows}, f)
+
+
+def call(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+class RenderTest(unittest.TestCase):
+    def test_renders_markdown_and_svgs(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "run.json")
+            run_json(run, {("cuda", 1, 64, 8): 2.0, ("cuda", 65536, 64, 8): 20.0,
+                           ("torch-recipe", 1, 64, 8): 20.0, ("torch-recipe", 65536, 64, 8): 200.0})
+            r = call(run, "--out", os.path.join(d, "rep"), "--command", "routing_benchmark --preset=x")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            md = open(os.path.join(d, "rep", "README.md")).read()
+            self.assertIn("routing_benchmark --preset=x", md)
+            self.assertIn("| torch-recipe | 2 | 10.00x | 10.00x | 0 |", md)
+            svgs = [f for f in os.listdir(os.path.join(d, "rep")) if f.endswith(".svg")]
+            self.assertTrue(any(f.startswith("time_") for f in svgs))
+            self.assertTrue(any(f.startswith("floor_") for f in svgs))
+            for f in svgs:
+                self.assertTrue(open(os.path.join(d, "rep", f)).read().startswith("<svg"))
+
+    def test_anchor_cells_join_on_axes(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "run.json")
+            run_json(run, {("cuda", 1, 8, 1): 0.5})
+            anchor = os.path.join(d, "a.csv")
+            with open(anchor, "w") as f:
+                f.write("logits_dtype,normalization,experts,topk,tokens,seed_triton_us,torch_eager_us,dram_floor_us\n")
+                f.write("float32,sigmoid,8,1,1,1.06,17.1,0.00\nfloat32,sigmoid,8,1,16,1.21,19.3,0.00\n")
+            r = call(run, "--anchor", anchor, "--out", os.path.join(d, "rep"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            md = open(os.path.join(d, "rep", "README.md")).read()
+            self.assertIn("| seed-triton | 1 | 2.12x |", md)
+
+    def test_compare_flags_a_regression_and_passes_noise(self):
+        with tempfile.TemporaryDirectory() as d:
+            base, slow, same = (os.path.join(d, n) for n in ("b.json", "s.json", "n.json"))
+            run_json(base, {("cuda", 1, 64, 8): 2.0}, reps=3)
+            run_json(slow, {("cuda", 1, 64, 8): 2.5}, reps=3)
+            run_json(same, {("cuda", 1, 64, 8): 2.02}, reps=3)
+            r = call("compare", slow, base, "--threshold", "0.05")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("REGRESSION cuda/1/64/8", r.stdout)
+            self.assertEqual(call("compare", same, base).returncode, 0)
+
+    def test_bad_names_are_clear_errors(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "bad.json")
+            with open(p, "w") as f:
+                json.dump({"benchmarks": [{"name": "routing/impl:cuda", "real_time": 1, "time_unit": "us"}]}, f)
+            r = call(p, "--out", os.path.join(d, "rep"))
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("lacks tokens", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
