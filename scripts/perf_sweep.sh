@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?output directory}
 preset=${2:-anchor}
-cmd="build/gpu/perf/routing_benchmark --preset=$preset --impls=cuda,torch-recipe --benchmark_min_time=0.05 --benchmark_repetitions=3 --benchmark_out=$out/h100_$preset.json --benchmark_out_format=json"
+cmd="build/gpu/perf/routing_benchmark --preset=$preset --impls=cuda,torch-recipe --benchmark_repetitions=3 --benchmark_out=$out/h100_$preset.json --benchmark_out_format=json"
 echo "perf: $cmd"
 $cmd > "$out/perf_$preset.log" 2>&1 || { tail -20 "$out/perf_$preset.log"; exit 1; }
 python3 reports/render_report.py "$out/h100_$preset.json" --anchor reports/anchors/h100_seed_router.csv \

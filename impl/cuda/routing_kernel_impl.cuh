@@ -147,36 +147,47 @@ __global__ void __launch_bounds__(kBlockThreads)
       for (int i = 0; i < P; ++i) s[i] = s[i] / sum;
     }
 
-    std::uint64_t key[P];
+    // Selection state per expert: the order-preserving image of q, plus one,
+    // so that 0 can mark "taken or not an expert" (NaN maps to 1).
+    std::uint32_t ord[P];
 #pragma unroll
     for (int i = 0; i < P; ++i) {
       const int e = ((i / V) * G + lane) * V + i % V;
-      key[i] = valid[i] ? rm::selection_key(s[i] + p.bias[e], static_cast<std::uint32_t>(e)) : 0;
+      ord[i] = valid[i] ? rm::ordered_score(s[i] + p.bias[e]) + 1u : 0u;
     }
 
-    // k rounds of a group-wide max over the remaining keys. Every lane sees
-    // the same winners in the same order, so every lane holds the same sum.
+    // k rounds. A round is two group-wide integer reductions (redux.sync):
+    // the largest score, then the lowest expert index holding it, which is
+    // exactly the order of the 64-bit selection keys of routing_math.h.
+    // Every lane sees the same winners in the same order, so every lane
+    // accumulates the same sum.
     float selected_sum = 0.0f;
     std::int32_t slot_id[kSlotsPerLane];
     float slot_score[kSlotsPerLane];
     for (int j = 0; j < p.topk; ++j) {
-      std::uint64_t best = 0;
+      std::uint32_t best = 0;
+      int best_i = 0;
 #pragma unroll
-      for (int i = 0; i < P; ++i) best = key[i] > best ? key[i] : best;
-#pragma unroll
-      for (int off = G / 2; off > 0; off /= 2) {
-        const std::uint64_t other = __shfl_xor_sync(group_mask, best, off, G);
-        best = other > best ? other : best;
-      }
-      float mine = 0.0f;
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        if (key[i] == best) {
-          mine = s[i];
-          key[i] = 0;
+      for (int i = 0; i < P; ++i) {  // strict '>' keeps the lane's lowest index (e grows with i)
+        if (ord[i] > best) {
+          best = ord[i];
+          best_i = i;
         }
       }
-      const std::uint32_t expert = rm::key_expert(best);
+      const std::uint32_t group_best = __reduce_max_sync(group_mask, best);
+      const std::uint32_t my_expert =
+          best == group_best ? static_cast<std::uint32_t>(((best_i / V) * G + lane) * V + best_i % V) : 0xFFFFFFFFu;
+      const std::uint32_t expert = __reduce_min_sync(group_mask, my_expert);
+      float mine = 0.0f;
+      if (my_expert == expert) {
+#pragma unroll
+        for (int i = 0; i < P; ++i) {
+          if (i == best_i) {
+            mine = s[i];
+            ord[i] = 0;
+          }
+        }
+      }
       const float score = __shfl_sync(group_mask, mine, static_cast<int>((expert / V) % G), G);
       selected_sum += score;
 #pragma unroll
