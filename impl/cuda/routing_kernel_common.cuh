@@ -1,0 +1,65 @@
+// Pieces shared by the router's kernel bodies: dtype widening, vector loads,
+// PDL, and the per-row reads and writes of SPEC section 1.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "musespark/routing_math.h"
+#include "routing_kernel.cuh"
+
+namespace musespark::cuda {
+namespace rm = routing_math;
+
+constexpr int kBlockThreads = 256;
+
+template <typename T> struct LogitTraits;
+template <> struct LogitTraits<float> {
+  __device__ static float widen(float v) { return v; }
+};
+template <> struct LogitTraits<__nv_bfloat16> {
+  __device__ static float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
+};
+template <> struct LogitTraits<__half> {
+  __device__ static float widen(__half v) { return __half2float(v); }
+};
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void store_slot(const KernelParams& p, std::int64_t row, int slot,
+                                           float w, std::int32_t id) {
+  p.weights[row * p.weights_row_stride + slot * p.weights_col_stride] = w;
+  const std::int64_t off = row * p.ids_row_stride + slot * p.ids_col_stride;
+  if (p.ids_int64)
+    static_cast<std::int64_t*>(p.ids)[off] = id;
+  else
+    static_cast<std::int32_t*>(p.ids)[off] = id;
+}
+
+__device__ __forceinline__ bool row_is_padded(const KernelParams& p, std::int64_t row) {
+  return p.is_padding != nullptr && p.is_padding[row * p.padding_stride];
+}
+
+__device__ __forceinline__ float apply_multiplier(const KernelParams& p, float x) {
+  return p.has_multiplier ? p.multiplier * x : x;
+}
+
+}  // namespace musespark::cuda
