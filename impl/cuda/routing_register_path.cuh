@@ -142,8 +142,9 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
       n_valid += valid[i] ? 1 : 0;
     }
 
-    // The lane's best M, sorted by (ord desc, expert asc): a strict '>' on
-    // insertion keeps the lower expert first among equals.
+    // The lane's best M, sorted by (ord desc, expert asc). An element carried
+    // down by an insertion can have a lower expert index than an equal one
+    // below it, so the comparison uses the whole key, not the score alone.
     std::uint32_t top_ord[M];
     std::uint32_t top_expert[M];
     float top_score[M];
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
       float sc = s[i];
 #pragma unroll
       for (int m = 0; m < M; ++m) {
-        if (o > top_ord[m]) {
+        if (o > top_ord[m] || (o == top_ord[m] && o != 0 && e < top_expert[m])) {
           const std::uint32_t to = top_ord[m], te = top_expert[m];
           const float ts = top_score[m];
           top_ord[m] = o, top_expert[m] = e, top_score[m] = sc;
