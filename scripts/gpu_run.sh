@@ -28,7 +28,11 @@ for step in "${steps[@]}"; do
     test)
       log "ctest -L gpu"
       ctest --preset gpu > "$OUT/ctest_gpu.log" 2>&1 || status=1
-      grep -E "tests passed|tests failed|Skipped|\[  FAILED  \]" "$OUT/ctest_gpu.log" | sort -u | head -30 | tee -a "$OUT/summary.log" ;;
+      grep -E "tests passed|tests failed|Skipped|\[  FAILED  \]" "$OUT/ctest_gpu.log" | sort -u | head -30 | tee -a "$OUT/summary.log"
+      log "property suite on cuda (RC_PARAMS=${RC_PARAMS:-max_success=300})"
+      RC_PARAMS=${RC_PARAMS:-max_success=300} MUSESPARK_PROPERTY_IMPLS=cuda \
+        ./build/gpu/property_tests/test_router_properties > "$OUT/properties_cuda.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED) |OK, passed|Falsifiable|properties run on" "$OUT/properties_cuda.log" | tee -a "$OUT/summary.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
         log "compute-sanitizer --tool $tool (Sanitizer.*)"
