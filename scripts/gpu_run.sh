@@ -2,7 +2,8 @@
 # Everything the GPU machine does, in one call (device time is scarce):
 # configure + build the gpu preset, the GPU tests, compute-sanitizer on a
 # representative subset, `musespark check`, and (when present) the perf sweep.
-# Logs and JSON go to $OUT (or ./gpu-out when OUT is unset).
+# Logs and JSON go to $OUT (or ./gpu-out when OUT is unset), at most eight
+# files, which is what the device tool brings back.
 #
 #   scripts/prepare_gpu_deps.sh          # here, once
 #   device run (carry .gpu-deps):  scripts/gpu_run.sh [build|test|sanitize|check|perf ...]
@@ -37,14 +38,16 @@ for step in "${steps[@]}"; do
       for tool in memcheck racecheck; do
         log "compute-sanitizer --tool $tool (Sanitizer.*)"
         compute-sanitizer --tool "$tool" --error-exitcode 99 ./build/gpu/property_tests/test_cuda_kernel \
-          --gtest_filter='Sanitizer.*' > "$OUT/sanitizer_$tool.log" 2>&1 || status=1
-        tail -3 "$OUT/sanitizer_$tool.log" | tee -a "$OUT/summary.log"
+          --gtest_filter='Sanitizer.*' > "$OUT/sanitizer_$tool.tmp" 2>&1 || status=1
+        cat "$OUT/sanitizer_$tool.tmp" >> "$OUT/sanitizer.log"
+        tail -3 "$OUT/sanitizer_$tool.tmp" | tee -a "$OUT/summary.log"
+        rm -f "$OUT/sanitizer_$tool.tmp"
       done ;;
     check)
       log "musespark check"
       ./build/gpu/harness/musespark check 2>&1 | tee "$OUT/check.log" | tail -8 || status=1 ;;
     perf)
-      if [ -x scripts/perf_sweep.sh ]; then log "perf sweep"; scripts/perf_sweep.sh "$OUT" || status=1; fi ;;
+      if [ -x scripts/perf_sweep.sh ]; then log "perf sweep"; REPORT_DIR=${REPORT_DIR:-/tmp/musespark-report} scripts/perf_sweep.sh "$OUT" || status=1; fi ;;
     *) echo "gpu_run: unknown step '$step' (build, test, sanitize, check, perf)"; exit 2 ;;
   esac
 done

@@ -10,5 +10,5 @@ cmd="build/gpu/perf/routing_benchmark --preset=$preset --impls=cuda,torch-recipe
 echo "perf: $cmd"
 $cmd > "$out/perf_$preset.log" 2>&1 || { tail -20 "$out/perf_$preset.log"; exit 1; }
 python3 reports/render_report.py "$out/h100_$preset.json" --anchor reports/anchors/h100_seed_router.csv \
-  --out "$out/report" --title "Router on the H100: preset $preset" --command "$cmd"
-grep -A6 "## Speedups" "$out/report/README.md"
+  --out "${REPORT_DIR:-$out/report}" --title "Router on the H100: preset $preset" --command "$cmd"
+grep -A6 "## Speedups" "${REPORT_DIR:-$out/report}/README.md"
