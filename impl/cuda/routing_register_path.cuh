@@ -154,9 +154,6 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
     for (int i = 0; i < P; ++i) {
       std::uint32_t o = ord[i], e = static_cast<std::uint32_t>(expert_of(i));
       float sc = s[i];
-      // Most experts do not beat the lane's current M-th candidate: one
-      // comparison skips the insertion chain for them.
-      if (!(o > top_ord[M - 1] || (o == top_ord[M - 1] && o != 0 && e < top_expert[M - 1]))) continue;
 #pragma unroll
       for (int m = 0; m < M; ++m) {
         if (o > top_ord[m] || (o == top_ord[m] && o != 0 && e < top_expert[m])) {

@@ -32,15 +32,7 @@ MS_HOST_DEVICE inline bool is_nan_bits(std::uint32_t bits) {
   return (bits & 0x7FFFFFFFu) > 0x7F800000u;
 }
 
-// __frcp_rn is the correctly rounded reciprocal, the same value as 1.0f / y
-// on the host, in fewer instructions than the general division.
-MS_HOST_DEVICE inline float sigmoid(float x) {
-#ifdef __CUDA_ARCH__
-  return __frcp_rn(1.0f + exp_f32(-x));
-#else
-  return 1.0f / (1.0f + exp_f32(-x));
-#endif
-}
+MS_HOST_DEVICE inline float sigmoid(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
 
 // Order-preserving map of an fp32 score onto uint32; NaN maps to 0, below -inf.
 MS_HOST_DEVICE inline std::uint32_t ordered_score(float q) {
