@@ -41,8 +41,11 @@ def main(argv):
     ap.add_argument("--out", required=True)
     ap.add_argument("--title", default="Router performance")
     ap.add_argument("--command", help="the command that produced the run, quoted in the report")
+    ap.add_argument("--commit", help="source commit, when the run's context could not read it (a copy without .git)")
     a = ap.parse_args(argv)
     context, cells = load.load_benchmark_json(a.run)
+    if a.commit and context.get("git_commit", "unknown") == "unknown":
+        context["git_commit"] = f"{a.commit} (given to the renderer; the run's tree had no .git)"
     if a.baseline:
         _, base = load.load_benchmark_json(a.baseline)
         for key, c in base.items():
