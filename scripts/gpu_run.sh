@@ -46,9 +46,19 @@ for step in "${steps[@]}"; do
     check)
       log "musespark check"
       ./build/gpu/harness/musespark check 2>&1 | tee "$OUT/check.log" | tail -8 || status=1 ;;
+    fuzz)
+      log "musespark fuzz --impl cuda --seconds ${FUZZ_SECONDS:-300}"
+      ./build/gpu/harness/musespark fuzz --impl cuda --seconds "${FUZZ_SECONDS:-300}" --seed "${FUZZ_SEED:-1}" \
+        --json "$OUT/fuzz_cuda.json" --out-dir "$OUT/fuzz-failures" > "$OUT/fuzz_cuda.log" 2>&1 || status=1
+      tail -2 "$OUT/fuzz_cuda.log" | tee -a "$OUT/summary.log"
+      log "corpus replay on cuda"
+      ./build/gpu/harness/musespark replay --impl cuda corpus/*.safetensors 2>&1 | tee "$OUT/corpus_cuda.log" | grep -c PASS | sed 's/^/corpus cases passing: /' | tee -a "$OUT/summary.log"
+      grep -q FAIL "$OUT/corpus_cuda.log" && status=1
+      log "export / op / verify from Python"
+      python3 examples/verify_torch_op.py build/gpu --workdir /tmp 2>&1 | tail -3 | tee -a "$OUT/summary.log" || status=1 ;;
     perf)
       if [ -x scripts/perf_sweep.sh ]; then log "perf sweep"; REPORT_DIR=${REPORT_DIR:-/tmp/musespark-report} scripts/perf_sweep.sh "$OUT" || status=1; fi ;;
-    *) echo "gpu_run: unknown step '$step' (build, test, sanitize, check, perf)"; exit 2 ;;
+    *) echo "gpu_run: unknown step '$step' (build, test, sanitize, check, fuzz, perf)"; exit 2 ;;
   esac
 done
 log "done, status $status"

@@ -9,4 +9,9 @@ namespace musespark::cli {
 // over the deterministic grid; exit status 1 when a gating one fails.
 void add_check_command(CLI::App& app, int& exit_code);
 
+// `musespark fuzz`, `replay`, `export`, `verify`: random cases until
+// something breaks, shrunk reproducers as case files, and the judging of
+// outside implementations through case files.
+void add_fuzz_commands(CLI::App& app, int& exit_code);
+
 }  // namespace musespark::cli
