@@ -159,10 +159,17 @@ void SafetensorsFile::parse(const std::uint8_t* bytes, std::size_t size) {
     v.nbytes = static_cast<std::size_t>(end - begin);
     tensors_.push_back(std::move(v));
   }
-  std::sort(tensors_.begin(), tensors_.end(), [&](const TensorView& a, const TensorView& b) { return a.data < b.data; });
-  for (std::size_t i = 1; i < tensors_.size(); ++i)
-    if (tensors_[i].data < tensors_[i - 1].data + tensors_[i - 1].nbytes)
-      fail("tensors '" + tensors_[i - 1].name + "' and '" + tensors_[i].name + "' overlap");
+  std::sort(tensors_.begin(), tensors_.end(), [&](const TensorView& a, const TensorView& b) {
+    return a.data != b.data ? a.data < b.data : a.nbytes < b.nbytes;
+  });
+  // Zero-byte tensors (a dimension of 0) occupy nothing and overlap nothing.
+  const TensorView* previous = nullptr;
+  for (const TensorView& t : tensors_) {
+    if (t.nbytes == 0) continue;
+    if (previous && t.data < previous->data + previous->nbytes)
+      fail("tensors '" + previous->name + "' and '" + t.name + "' overlap");
+    previous = &t;
+  }
 }
 
 const TensorView& SafetensorsFile::at(const std::string& name) const {
