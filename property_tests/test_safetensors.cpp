@@ -82,6 +82,14 @@ TEST(Safetensors, MalformedFilesAreRefusedWithTheReason) {
   expect_refused(image(R"({"__metadata__": {"k": 1}})", 0), "__metadata__ value 'k' is not a string");
 }
 
+TEST(Safetensors, ZeroByteTensorsSitBesideOthers) {
+  // A [0, E] tensor shares its offset with the next tensor: not an overlap.
+  const SafetensorsFile f = SafetensorsFile::from_bytes(
+      image(R"({"empty": {"dtype": "F32", "shape": [0, 8], "data_offsets": [0, 0]}, "b": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})", 8));
+  EXPECT_EQ(f.at("empty").nbytes, 0u);
+  EXPECT_EQ(f.at("b").nbytes, 8u);
+}
+
 TEST(Safetensors, MissingFileNamesThePath) {
   try {
     SafetensorsFile::open("/nonexistent/x.safetensors");
