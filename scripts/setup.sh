@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libtorch-dev
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -14,4 +14,7 @@ void add_check_command(CLI::App& app, int& exit_code);
 // outside implementations through case files.
 void add_fuzz_commands(CLI::App& app, int& exit_code);
 
+// `musespark inspect`, `generate-checkpoint`, `load`: the expert loader.
+void add_loader_commands(CLI::App& app, int& exit_code);
+
 }  // namespace musespark::cli
