@@ -12,12 +12,6 @@
 namespace musespark::harness {
 namespace {
 
-std::uint32_t bits_of(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 std::string num(double v) {
   std::ostringstream os;
   os << std::setprecision(9) << v;
@@ -81,7 +75,7 @@ class Judge {
     for (std::int64_t r = 0; r < case_.dest_rows(); ++r) {
       for (std::int64_t c = 0; c < case_.dest_cols(); ++c) {
         const bool inside = r < T && c < k;
-        const bool w_poison = bits_of(out_.weights[at(r, c)]) == kPoisonWeightBits;
+        const bool w_poison = float_as_bits(out_.weights[at(r, c)]) == kPoisonWeightBits;
         const bool id_poison = out_.ids[at(r, c)] == kPoisonId;
         if (inside && (w_poison || id_poison))
           add(r, c, MismatchKind::kNotWritten, w_poison ? "weight still holds the poison" : "id still holds the poison");
@@ -107,7 +101,7 @@ class Judge {
     for (std::int64_t j = 0; j < k; ++j) {
       ids[j] = static_cast<std::int32_t>(out_.ids[at(t, j)]);
       w[j] = out_.weights[at(t, j)];
-      if (out_.ids[at(t, j)] == kPoisonId || bits_of(w[j]) == kPoisonWeightBits) return;  // reported
+      if (out_.ids[at(t, j)] == kPoisonId || float_as_bits(w[j]) == kPoisonWeightBits) return;  // reported
     }
 
     if (d.padded) {

@@ -7,12 +7,6 @@
 namespace musespark::harness {
 namespace {
 
-std::uint32_t bits(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 // A copy of `c` with configuration `cfg` (same T x E or a row subset) and
 // the same inputs for the rows listed.
 RoutingCase rebuild(const RoutingCase& c, CaseConfig cfg, const std::vector<std::int64_t>& rows) {
@@ -84,7 +78,7 @@ FuzzVerdict check_case(const Implementation& impl, const RoutingCase& c, std::ui
   }
   const RoutingOutput b = impl.run(c);
   for (std::size_t i = 0; i < a.weights.size(); ++i)
-    if (bits(a.weights[i]) != bits(b.weights[i]) || a.ids[i] != b.ids[i]) {
+    if (float_as_bits(a.weights[i]) != float_as_bits(b.weights[i]) || a.ids[i] != b.ids[i]) {
       v.ok = false;
       v.what = "not deterministic: destination element " + std::to_string(i) + " differs between two runs\n";
       return v;
@@ -98,7 +92,7 @@ FuzzVerdict check_case(const Implementation& impl, const RoutingCase& c, std::ui
     const RoutingOutput o = impl.run(alone);
     for (std::int64_t j = 0; j < one.topk; ++j) {
       const std::size_t i = static_cast<std::size_t>(t * c.dest_cols() + j);
-      if (bits(o.weights[j]) != bits(a.weights[i]) || o.ids[j] != a.ids[i]) {
+      if (float_as_bits(o.weights[j]) != float_as_bits(a.weights[i]) || o.ids[j] != a.ids[i]) {
         v.ok = false;
         v.what = "not batch invariant: row " + std::to_string(t) + " alone differs from the row in the batch at slot " +
                  std::to_string(j) + "\n";

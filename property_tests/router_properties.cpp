@@ -24,19 +24,13 @@ using harness::CaseConfig;
 using harness::RoutingCase;
 using harness::RoutingOutput;
 
-std::uint32_t bits(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 std::int64_t at(const RoutingCase& c, std::int64_t t, std::int64_t j) { return t * c.dest_cols() + j; }
 
 bool row_bitwise_equal(const RoutingCase& a, const RoutingOutput& oa, std::int64_t ta, const RoutingCase& b,
                        const RoutingOutput& ob, std::int64_t tb) {
   for (std::int64_t j = 0; j < a.config().topk; ++j) {
     if (oa.ids[at(a, ta, j)] != ob.ids[at(b, tb, j)]) return false;
-    if (bits(oa.weights[at(a, ta, j)]) != bits(ob.weights[at(b, tb, j)])) return false;
+    if (float_as_bits(oa.weights[at(a, ta, j)]) != float_as_bits(ob.weights[at(b, tb, j)])) return false;
   }
   return true;
 }
@@ -223,7 +217,7 @@ void padding_semantics(const Runner& r, CaseConfig c) {
     if (padded) {
       for (std::int64_t j = 0; j < c.topk; ++j) {
         RC_ASSERT(op.ids[at(rp, t, j)] == -1);
-        RC_ASSERT(bits(op.weights[at(rp, t, j)]) == 0u);
+        RC_ASSERT(float_as_bits(op.weights[at(rp, t, j)]) == 0u);
       }
     } else {
       RC_ASSERT(row_bitwise_equal(rp, op, t, rn, on, t));
@@ -272,7 +266,7 @@ void determinism_and_batch_invariance(const Runner& r, CaseConfig c) {
   const RoutingCase rc(c);
   const RoutingOutput a = r.run(rc), b = r.run(rc);
   for (std::size_t i = 0; i < a.weights.size(); ++i) {
-    RC_ASSERT(bits(a.weights[i]) == bits(b.weights[i]));
+    RC_ASSERT(float_as_bits(a.weights[i]) == float_as_bits(b.weights[i]));
     RC_ASSERT(a.ids[i] == b.ids[i]);
   }
   // A row alone, contiguous, with an exact-size destination, equals the row

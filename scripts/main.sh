@@ -4,8 +4,5 @@
 # float64 reference; exit status 1 on any failure of a production one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
-scripts/setup.sh
-cmake --preset cpu >/dev/null
-cmake --build --preset cpu
+scripts/build.sh
 ./build/cpu/harness/musespark check "$@"

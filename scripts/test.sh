@@ -3,8 +3,5 @@
 # GPU tests are built and show as Skipped, with the reason, without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/env.sh
-scripts/setup.sh
-cmake --preset cpu >/dev/null
-cmake --build --preset cpu
+scripts/build.sh
 ctest --preset cpu "$@"

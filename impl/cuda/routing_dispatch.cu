@@ -19,10 +19,7 @@ bool device_supports_pdl() {
 
 template <typename... Parts>
 [[noreturn]] void fail(const Parts&... parts) {
-  std::ostringstream os;
-  os << "fused_musespark1x_routing (CUDA): ";
-  (os << ... << parts);
-  throw ArgumentError(os.str());
+  throw_argument_error("fused_musespark1x_routing (CUDA)", parts...);
 }
 
 }  // namespace

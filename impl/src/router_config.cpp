@@ -10,10 +10,7 @@ namespace {
 
 template <typename... Parts>
 [[noreturn]] void fail(const Parts&... parts) {
-  std::ostringstream os;
-  os << "MuseSpark1xRouter: ";
-  (os << ... << parts);
-  throw ArgumentError(os.str());
+  throw_argument_error("MuseSpark1xRouter", parts...);
 }
 
 void check_finite(const char* name, double v) {

@@ -12,10 +12,7 @@ namespace {
 
 template <typename... Parts>
 [[noreturn]] void fail(const Parts&... parts) {
-  std::ostringstream os;
-  os << "fused_musespark1x_routing: ";
-  (os << ... << parts);
-  throw ArgumentError(os.str());
+  throw_argument_error("fused_musespark1x_routing", parts...);
 }
 
 void check_scalar(const char* name, double v) {
