@@ -8,10 +8,16 @@
 //   --flush-l2        time single launches after an L2 flush (default: warm L2, graph replay)
 //   --no-pdl          launch without programmatic dependent launch
 //   --graph-launches=N  launches per replayed graph (default 20)
+//   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
+//   --norms=sigmoid,softmax --padding=none,half
+//                     any product of axes instead of a preset (unset axes
+//                     take: tokens 1,128,8192,65536; experts 64,256; topk 8;
+//                     float32; sigmoid; none)
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,7 +30,7 @@ namespace {
 using musespark::perf::BenchOptions;
 using musespark::perf::Cell;
 
-std::vector<std::string> split(const std::string& s) {
+std::vector<std::string> split(const std::string& s) {  // also used for --norms
   std::vector<std::string> out;
   std::stringstream ss(s);
   for (std::string item; std::getline(ss, item, ',');)
@@ -54,6 +60,7 @@ int main(int argc, char** argv) {
 #endif
   impls.push_back("cpu");
   BenchOptions options;
+  std::map<std::string, std::string> axes;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     std::string v;
@@ -62,6 +69,12 @@ int main(int argc, char** argv) {
     else if (take_flag(argv[i], "--flush-l2", &v)) options.flush_l2 = true;
     else if (take_flag(argv[i], "--no-pdl", &v)) options.pdl = false;
     else if (take_flag(argv[i], "--graph-launches", &v)) options.graph_launches = std::stoi(v);
+    else if (bool taken = false; [&] {
+               for (const char* axis : {"tokens", "experts", "topk", "dtypes", "norms", "padding"})
+                 if (take_flag(argv[i], (std::string("--") + axis).c_str(), &v)) axes[axis] = v, taken = true;
+               return taken;
+             }()) {
+    }
     else rest.push_back(argv[i]);
   }
   int rest_argc = static_cast<int>(rest.size());
@@ -70,7 +83,21 @@ int main(int argc, char** argv) {
 
   std::vector<Cell> cells;
   try {
-    cells = musespark::perf::preset_cells(preset, impls);
+    if (axes.empty()) {
+      cells = musespark::perf::preset_cells(preset, impls);
+    } else {
+      using namespace musespark::perf;
+      auto get = [&](const char* k, const char* fallback) { return axes.count(k) ? axes[k] : std::string(fallback); };
+      Axes a;
+      a.tokens = parse_sizes("tokens", get("tokens", "1,128,8192,65536"));
+      a.experts = parse_sizes("experts", get("experts", "64,256"));
+      a.topk = parse_sizes("topk", get("topk", "8"));
+      a.dtypes = parse_dtypes(get("dtypes", "float32"));
+      for (const std::string& n : split(get("norms", "sigmoid"))) a.norms.push_back(musespark::parse_normalization(n));
+      a.half_padded = parse_padding(get("padding", "none"));
+      cells = axes_cells(a, impls);
+      preset = "custom axes";
+    }
   } catch (const musespark::ArgumentError& e) {
     std::cerr << "routing_benchmark: " << e.what() << "\n";
     return 2;

@@ -21,6 +21,14 @@ double Cell::bytes() const {
 
 namespace {
 
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
 void product(std::vector<Cell>& out, const std::vector<std::string>& impls, const std::vector<std::int64_t>& tokens,
              const std::vector<std::int64_t>& experts, const std::vector<std::int64_t>& topks,
              const std::vector<DType>& dtypes, const std::vector<Normalization>& norms, bool half_padded = false) {
@@ -64,6 +72,52 @@ std::vector<Cell> preset_cells(std::string_view preset, const std::vector<std::s
   } else {
     throw ArgumentError("unknown preset '" + std::string(preset) + "'; known: quick, decode, prefill, anchor, full");
   }
+  return cells;
+}
+
+std::vector<std::int64_t> parse_sizes(const std::string& axis, const std::string& list) {
+  std::vector<std::int64_t> out;
+  for (const std::string& v : split(list)) {
+    std::size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != v.size() || n < 1) throw ArgumentError("--" + axis + ": '" + v + "' is not a positive integer");
+    out.push_back(n);
+  }
+  if (out.empty()) throw ArgumentError("--" + axis + " is empty");
+  return out;
+}
+
+std::vector<DType> parse_dtypes(const std::string& list) {
+  std::vector<DType> out;
+  for (const std::string& v : split(list)) {
+    if (v == "float32") out.push_back(DType::kFloat32);
+    else if (v == "bfloat16") out.push_back(DType::kBFloat16);
+    else if (v == "float16") out.push_back(DType::kFloat16);
+    else throw ArgumentError("--dtypes: '" + v + "' is not float32, bfloat16 or float16");
+  }
+  if (out.empty()) throw ArgumentError("--dtypes is empty");
+  return out;
+}
+
+std::vector<bool> parse_padding(const std::string& list) {
+  std::vector<bool> out;
+  for (const std::string& v : split(list)) {
+    if (v == "none") out.push_back(false);
+    else if (v == "half") out.push_back(true);
+    else throw ArgumentError("--padding: '" + v + "' is not none or half");
+  }
+  if (out.empty()) throw ArgumentError("--padding is empty");
+  return out;
+}
+
+std::vector<Cell> axes_cells(const Axes& a, const std::vector<std::string>& impls) {
+  std::vector<Cell> cells;
+  for (bool pad : a.half_padded) product(cells, impls, a.tokens, a.experts, a.topk, a.dtypes, a.norms, pad);
   return cells;
 }
 

@@ -33,4 +33,18 @@ struct Cell {
 // Throws ArgumentError naming an unknown preset.
 std::vector<Cell> preset_cells(std::string_view preset, const std::vector<std::string>& impls);
 
+// Any product of axes, for sweeps no preset names. Values are validated
+// (dtype and norm names, positive sizes); an empty axis is an error.
+struct Axes {
+  std::vector<std::int64_t> tokens, experts, topk;
+  std::vector<DType> dtypes;
+  std::vector<Normalization> norms;
+  std::vector<bool> half_padded;
+};
+std::vector<Cell> axes_cells(const Axes& axes, const std::vector<std::string>& impls);
+// "float32,bfloat16" -> dtypes; "none,half" -> padding; throws ArgumentError naming the bad value.
+std::vector<DType> parse_dtypes(const std::string& list);
+std::vector<bool> parse_padding(const std::string& list);
+std::vector<std::int64_t> parse_sizes(const std::string& axis, const std::string& list);
+
 }  // namespace musespark::perf
