@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "expert_loader_adapter.h"
 #include "fused_routing.h"
 #include "musespark/errors.h"
 #include "router.h"
@@ -106,6 +109,59 @@ TEST(TorchRouter, ValidatesAndRoutesWithTheRequestedIndexType) {
   expect_error([&] { torch_adapter::MuseSpark1xRouter(c, at::zeros({7})); }, "expert_bias must have shape [8]");
   expect_error([&] { router.compute_routing(logits(3, 9)); }, "router_logits has 9 experts, the router was built for 8");
   expect_error([&] { router.compute_routing(logits(3, 8), at::kShort); }, "index dtype must be int32 or int64");
+}
+
+}  // namespace
+}  // namespace musespark
+
+// ---- the expert loader into at::Tensor parameters ------------------------------
+
+namespace musespark {
+namespace {
+
+TEST(TorchExpertLoader, LoadsAnNvfp4LayerIntoTensorsOfOneTensorParallelRank) {
+  ExpertLayerConfig global{"layers.0.mlp.experts", 4, 64, 128, 1, 0, 1, 0, ExpertPlacement::kContiguous, true};
+  const std::string path = (std::filesystem::temp_directory_path() / "torch_loader.safetensors").string();
+  std::vector<TensorToWrite> list;
+  std::map<std::string, std::vector<std::uint8_t>> source;
+  std::uint8_t x = 1;
+  for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(global, DType::kUInt8)) {
+    std::int64_t n = 1;
+    for (std::int64_t d : spec.second) n *= d;
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n) * dtype_size(spec.first));
+    for (auto& b : bytes) b = x = static_cast<std::uint8_t>(x * 33 + 7);
+    source[name] = bytes;
+    list.push_back({"m." + name, spec.first, spec.second, bytes});
+  }
+  write_safetensors(path, list, {});
+
+  ExpertLayerConfig rank = global;
+  rank.tp_size = 2, rank.tp_rank = 1;
+  auto params = torch_adapter::allocate_expert_layer(rank, at::kBFloat16, at::kCPU);
+  const auto names = torch_adapter::load_expert_layer(rank, params, path, "m");
+  EXPECT_EQ(names.size(), 8u);
+  // w2_weight [4, 64, 64 bytes] per rank: rank 1 holds bytes [32, 64) of each row.
+  const at::Tensor w2 = params.at("w2_weight");
+  EXPECT_EQ(w2.sizes(), (std::vector<std::int64_t>{4, 64, 32}));
+  const std::uint8_t* got = w2.data_ptr<std::uint8_t>();
+  for (std::int64_t e = 0; e < 4; ++e)
+    for (std::int64_t h = 0; h < 64; ++h)
+      ASSERT_EQ(std::memcmp(got + (e * 64 + h) * 32, &source["w2_weight"][(e * 64 + h) * 64 + 32], 32), 0) << e << "," << h;
+  // Scalars are copied whole per expert.
+  EXPECT_EQ(std::memcmp(params.at("w13_input_scale").data_ptr(), source["w13_input_scale"].data(), 4 * 2 * 4), 0);
+  std::filesystem::remove(path);
+}
+
+TEST(TorchExpertLoader, RefusesNonContiguousParameters) {
+  ExpertLayerConfig c{"layer", 2, 16, 32, 1, 0, 1, 0, ExpertPlacement::kContiguous, false};
+  auto params = torch_adapter::allocate_expert_layer(c, at::kBFloat16, at::kCPU);
+  params["w2_weight"] = params["w2_weight"].transpose(1, 2);
+  try {
+    torch_adapter::load_expert_layer(c, params, "/nonexistent", "m");
+    ADD_FAILURE();
+  } catch (const LoaderError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("parameter 'w2_weight' is not contiguous"));
+  }
 }
 
 }  // namespace
