@@ -33,6 +33,7 @@ for step in "${steps[@]}"; do
       log "property suite on cuda (RC_PARAMS=${RC_PARAMS:-max_success=300})"
       RC_PARAMS=${RC_PARAMS:-max_success=300} MUSESPARK_PROPERTY_IMPLS=cuda \
         ./build/gpu/property_tests/test_router_properties > "$OUT/properties_cuda.log" 2>&1 || status=1
+      ./build/gpu/property_tests/test_invalid_arguments >> "$OUT/properties_cuda.log" 2>&1 || status=1
       grep -E "^\[  (PASSED|FAILED) |OK, passed|Falsifiable|properties run on" "$OUT/properties_cuda.log" | tee -a "$OUT/summary.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
