@@ -43,6 +43,10 @@ def main(argv):
     ap.add_argument("--command", help="the command that produced the run, quoted in the report")
     ap.add_argument("--commit", help="source commit, when the run's context could not read it (a copy without .git)")
     a = ap.parse_args(argv)
+    if load.is_loader_json(a.run):
+        context, rows = load.load_loader_json(a.run)
+        print(f"report: {render.render_loader(context, rows, a.out, a.title, a.command)}")
+        return 0
     context, cells = load.load_benchmark_json(a.run)
     if a.commit and context.get("git_commit", "unknown") == "unknown":
         context["git_commit"] = f"{a.commit} (given to the renderer; the run's tree had no .git)"

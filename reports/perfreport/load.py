@@ -75,3 +75,25 @@ def load_anchor_csv(path):
                 cells[(impl,) + base] = Cell((impl,) + base, [float(r[column])])
             floors[base] = float(r["dram_floor_us"])
     return cells, floors
+
+
+def load_loader_json(path):
+    """loader_benchmark rows: (context, [dict(name parts + GB_per_s + ms)])."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    rows = []
+    for row in doc.get("benchmarks", []):
+        if row.get("run_type") == "aggregate" or row.get("error_occurred") or not row["name"].startswith("loader/"):
+            continue
+        parts = {k: v for k, v in (p.split(":", 1) for p in row["name"].split("/") if ":" in p)}
+        parts["GB_per_s"] = row.get("GB_per_s", 0.0)
+        parts["time_ms"] = to_us(row["real_time"], row.get("time_unit", "ns")) / 1000.0
+        rows.append(parts)
+    return doc.get("context", {}), rows
+
+
+def is_loader_json(path):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    names = [r.get("name", "") for r in doc.get("benchmarks", [])]
+    return bool(names) and all(n.startswith("loader/") for n in names)

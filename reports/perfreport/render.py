@@ -107,3 +107,26 @@ def render(cells, context, out_dir, title, command=None, anchor_floors=None):
     with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(md) + "\n")
     return os.path.join(out_dir, "README.md")
+
+
+def render_loader(context, rows, out_dir, title, command=None):
+    """A table of GB/s per (implementation, tp, cache, device), with the fast
+    path's speedup over the per-expert baseline."""
+    os.makedirs(out_dir, exist_ok=True)
+    md = [f"# {title}", ""]
+    if command:
+        md += ["Made by:", "", "```", command, "```", ""]
+    md += ["| context | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(context.items())] + [""]
+    md += ["| impl | tp | cache | device | ms per load | GB/s |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r.get('impl')} | {r.get('tp')} | {r.get('cache')} | {r.get('device')} | {r['time_ms']:.2f} | {r['GB_per_s']:.2f} |")
+    md += ["", "| tp | cache | device | block copies over per-expert rows |", "|---|---|---|---|"]
+    by_key = {(r.get("impl"), r.get("tp"), r.get("cache"), r.get("device")): r for r in rows}
+    for (impl, tp, cache, device), r in sorted(by_key.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        base = by_key.get(("per-expert-rows", tp, cache, device))
+        if impl == "block-copies" and base and base["GB_per_s"] > 0:
+            md.append(f"| {tp} | {cache} | {device} | {r['GB_per_s'] / base['GB_per_s']:.2f}x |")
+    path = os.path.join(out_dir, "README.md")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(md) + "\n")
+    return path
