@@ -32,6 +32,7 @@ function(musespark_add_test name)
   endif()
   gtest_discover_tests(${name}
     DISCOVERY_TIMEOUT 60
+    NO_PRETTY_VALUES  # the case is printed by the failure report, not in every test name
     PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                SKIP_REGULAR_EXPRESSION ": Skipped")  # GoogleTest prints "<file>:<line>: Skipped"; no brackets, which CMake 4 mis-quotes
 endfunction()
