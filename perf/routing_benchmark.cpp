@@ -18,7 +18,6 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,14 +28,6 @@ namespace {
 
 using musespark::perf::BenchOptions;
 using musespark::perf::Cell;
-
-std::vector<std::string> split(const std::string& s) {  // also used for --norms
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 bool take_flag(const char* arg, const char* name, std::string* value) {
   const std::size_t n = std::strlen(name);
@@ -65,7 +56,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string v;
     if (take_flag(argv[i], "--preset", &v)) preset = v;
-    else if (take_flag(argv[i], "--impls", &v)) impls = split(v);
+    else if (take_flag(argv[i], "--impls", &v)) impls = musespark::perf::split_list(v);
     else if (take_flag(argv[i], "--flush-l2", &v)) options.flush_l2 = true;
     else if (take_flag(argv[i], "--no-pdl", &v)) options.pdl = false;
     else if (take_flag(argv[i], "--graph-launches", &v)) options.graph_launches = std::stoi(v);
@@ -93,7 +84,7 @@ int main(int argc, char** argv) {
       a.experts = parse_sizes("experts", get("experts", "64,256"));
       a.topk = parse_sizes("topk", get("topk", "8"));
       a.dtypes = parse_dtypes(get("dtypes", "float32"));
-      for (const std::string& n : split(get("norms", "sigmoid"))) a.norms.push_back(musespark::parse_normalization(n));
+      a.norms = parse_norms(get("norms", "sigmoid"));
       a.half_padded = parse_padding(get("padding", "none"));
       cells = axes_cells(a, impls);
       preset = "custom axes";

@@ -21,14 +21,6 @@ double Cell::bytes() const {
 
 namespace {
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 void product(std::vector<Cell>& out, const std::vector<std::string>& impls, const std::vector<std::int64_t>& tokens,
              const std::vector<std::int64_t>& experts, const std::vector<std::int64_t>& topks,
              const std::vector<DType>& dtypes, const std::vector<Normalization>& norms, bool half_padded = false) {
@@ -75,9 +67,24 @@ std::vector<Cell> preset_cells(std::string_view preset, const std::vector<std::s
   return cells;
 }
 
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<Normalization> parse_norms(const std::string& list) {
+  std::vector<Normalization> out;
+  for (const std::string& v : split_list(list)) out.push_back(parse_normalization(v));
+  if (out.empty()) throw ArgumentError("--norms is empty");
+  return out;
+}
+
 std::vector<std::int64_t> parse_sizes(const std::string& axis, const std::string& list) {
   std::vector<std::int64_t> out;
-  for (const std::string& v : split(list)) {
+  for (const std::string& v : split_list(list)) {
     std::size_t used = 0;
     long long n = 0;
     try {
@@ -94,7 +101,7 @@ std::vector<std::int64_t> parse_sizes(const std::string& axis, const std::string
 
 std::vector<DType> parse_dtypes(const std::string& list) {
   std::vector<DType> out;
-  for (const std::string& v : split(list)) {
+  for (const std::string& v : split_list(list)) {
     if (v == "float32") out.push_back(DType::kFloat32);
     else if (v == "bfloat16") out.push_back(DType::kBFloat16);
     else if (v == "float16") out.push_back(DType::kFloat16);
@@ -106,7 +113,7 @@ std::vector<DType> parse_dtypes(const std::string& list) {
 
 std::vector<bool> parse_padding(const std::string& list) {
   std::vector<bool> out;
-  for (const std::string& v : split(list)) {
+  for (const std::string& v : split_list(list)) {
     if (v == "none") out.push_back(false);
     else if (v == "half") out.push_back(true);
     else throw ArgumentError("--padding: '" + v + "' is not none or half");

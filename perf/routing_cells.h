@@ -42,6 +42,10 @@ struct Axes {
   std::vector<bool> half_padded;
 };
 std::vector<Cell> axes_cells(const Axes& axes, const std::vector<std::string>& impls);
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> split_list(const std::string& list);
+// "sigmoid,softmax" -> norms; throws ArgumentError naming a bad name.
+std::vector<Normalization> parse_norms(const std::string& list);
 // "float32,bfloat16" -> dtypes; "none,half" -> padding; throws ArgumentError naming the bad value.
 std::vector<DType> parse_dtypes(const std::string& list);
 std::vector<bool> parse_padding(const std::string& list);
