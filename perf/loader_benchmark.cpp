@@ -5,17 +5,29 @@
 // (where the kernel lets us drop the cache) cold.
 //
 //   loader_benchmark --experts=256 --hidden=4096 --intermediate=4096 --nvfp4 \
-//       --benchmark_out=loader.json --benchmark_out_format=json
+//       --device=cuda --benchmark_out=loader.json --benchmark_out_format=json
+//
+// --device=cpu: block copies against row-by-row pieces into host memory.
+// --device=cuda: the staged engine (pinned staging, worker threads, streams)
+// against one synchronous cudaMemcpy2D per expert block from the mapping.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <filesystem>
 #include <map>
 #include <string>
 
 #include "musespark/expert_loader.h"
+#ifdef MUSESPARK_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "expert_copy_engine.h"
+#endif
 
 namespace {
 
@@ -25,6 +37,9 @@ struct Settings {
   std::int64_t experts = 32, hidden = 1024, intermediate = 1024;
   bool nvfp4 = true;
   std::string path;
+  std::string device = "cpu";
+  int workers = 8;
+  int iterations = 5;
 };
 Settings g_settings;
 
@@ -63,18 +78,62 @@ bool drop_page_cache(const std::string& path) {
   return rc == 0;
 }
 
+// Destination bytes of one layer, in host memory or on the GPU.
+class Destinations {
+ public:
+  Destinations(const ExpertLayerConfig& c, Device device) {
+    for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(c, DType::kBFloat16)) {
+      std::int64_t n = 1;
+      for (std::int64_t d : spec.second) n *= d;
+      const std::size_t size = static_cast<std::size_t>(n) * dtype_size(spec.first);
+      void* data = nullptr;
+      if (device == Device::kCpu) {
+        data = host_.emplace_back(size, 0).data();
+      } else {
+#ifdef MUSESPARK_HAVE_CUDA
+        if (cudaMalloc(&data, size) != cudaSuccess) throw std::runtime_error("cudaMalloc of " + std::to_string(size) + " bytes failed");
+        device_.push_back(data);
+#endif
+      }
+      params_[name] = ExpertParam{data, spec.first, spec.second, device};
+      bytes_ += static_cast<double>(size);
+    }
+  }
+  ~Destinations() {
+#ifdef MUSESPARK_HAVE_CUDA
+    for (void* p : device_) cudaFree(p);
+#endif
+  }
+  const std::map<std::string, ExpertParam>& params() const { return params_; }
+  double bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::vector<std::uint8_t>> host_;
+  std::vector<void*> device_;
+  std::map<std::string, ExpertParam> params_;
+  double bytes_ = 0;
+};
+
 void run(benchmark::State& state, bool fast, std::int64_t tp, bool cold) {
   const Settings& s = g_settings;
   ExpertLayerConfig c{"bench", s.experts, s.hidden, s.intermediate, tp, 0, 1, 0, ExpertPlacement::kContiguous, s.nvfp4};
-  std::map<std::string, std::vector<std::uint8_t>> storage;
-  std::map<std::string, ExpertParam> params;
-  double bytes = 0;
-  for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(c, DType::kBFloat16)) {
-    std::int64_t n = 1;
-    for (std::int64_t d : spec.second) n *= d;
-    storage[name].assign(static_cast<std::size_t>(n) * dtype_size(spec.first), 0);
-    params[name] = ExpertParam{storage[name].data(), spec.first, spec.second, Device::kCpu};
-    bytes += static_cast<double>(storage[name].size());
+  const bool cuda = s.device == "cuda";
+  std::unique_ptr<Destinations> dst;
+  CopyEngine engine = fast ? CopyEngine(copy_blocks_on_host) : CopyEngine(copy_rows_one_by_one);
+#ifdef MUSESPARK_HAVE_CUDA
+  std::unique_ptr<cuda::ExpertCopyEngine> staged;
+#endif
+  try {
+#ifdef MUSESPARK_HAVE_CUDA
+    if (cuda) {
+      staged = std::make_unique<cuda::ExpertCopyEngine>(std::size_t{16} << 20, s.workers);
+      engine = fast ? staged->as_copy_engine() : CopyEngine(cuda::copy_blocks_one_call_each);
+    }
+#endif
+    dst = std::make_unique<Destinations>(c, cuda ? Device::kCuda : Device::kCpu);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
   }
   for (auto _ : state) {
     if (cold && !drop_page_cache(s.path)) {
@@ -83,10 +142,10 @@ void run(benchmark::State& state, bool fast, std::int64_t tp, bool cold) {
     }
     const auto t0 = std::chrono::steady_clock::now();
     const Checkpoint ckpt = Checkpoint::open(s.path);
-    ConsolidatedExpertLoader(c, params, fast ? CopyEngine(copy_blocks_on_host) : CopyEngine(copy_rows_one_by_one))
-        .load(ckpt, "layer");
+    ConsolidatedExpertLoader(c, dst->params(), engine).load(ckpt, "layer");
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  const double bytes = dst->bytes();
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
   state.counters["GB_per_s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["bytes_per_load"] = bytes;
@@ -111,8 +170,21 @@ int main(int argc, char** argv) {
     else if (take(argv[i], "--bf16", &v)) g_settings.nvfp4 = false;
     else if (take(argv[i], "--nvfp4", &v)) g_settings.nvfp4 = true;
     else if (take(argv[i], "--file", &v)) g_settings.path = v;
+    else if (take(argv[i], "--device", &v)) g_settings.device = v;
+    else if (take(argv[i], "--workers", &v)) g_settings.workers = std::stoi(v);
+    else if (take(argv[i], "--iterations", &v)) g_settings.iterations = std::stoi(v);
     else rest.push_back(argv[i]);
   }
+  if (g_settings.device != "cpu" && g_settings.device != "cuda") {
+    std::fprintf(stderr, "loader_benchmark: --device must be cpu or cuda, got '%s'\n", g_settings.device.c_str());
+    return 2;
+  }
+#ifndef MUSESPARK_HAVE_CUDA
+  if (g_settings.device == "cuda") {
+    std::fprintf(stderr, "loader_benchmark: --device=cuda needs a build with CUDA\n");
+    return 2;
+  }
+#endif
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 2;
@@ -121,14 +193,17 @@ int main(int argc, char** argv) {
   if (own_file) write_layer(g_settings);
   benchmark::AddCustomContext("layer", "E=" + std::to_string(g_settings.experts) + " H=" + std::to_string(g_settings.hidden) +
                                            " I=" + std::to_string(g_settings.intermediate) + (g_settings.nvfp4 ? " nvfp4" : " bf16"));
-  benchmark::AddCustomContext("destination", "cpu");
+  benchmark::AddCustomContext("destination", g_settings.device);
+  if (g_settings.device == "cuda") benchmark::AddCustomContext("staging", std::to_string(g_settings.workers) + " workers x 2 x 16 MB pinned");
   for (bool fast : {true, false})
     for (std::int64_t tp : {1, 8})
       for (bool cold : {false, true}) {
-        const std::string name = std::string("loader/impl:") + (fast ? "block-copies" : "per-expert-rows") + "/tp:" +
-                                 std::to_string(tp) + "/cache:" + (cold ? "cold" : "warm") + "/device:cpu";
+        const bool cuda = g_settings.device == "cuda";
+        const char* impl = fast ? (cuda ? "staged-engine" : "block-copies") : (cuda ? "per-expert-memcpy2d" : "per-expert-rows");
+        const std::string name = std::string("loader/impl:") + impl + "/tp:" + std::to_string(tp) + "/cache:" +
+                                 (cold ? "cold" : "warm") + "/device:" + g_settings.device;
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) { run(st, fast, tp, cold); })
-            ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
+            ->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(g_settings.iterations);
       }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

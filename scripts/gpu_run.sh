@@ -1,66 +1,151 @@
 #!/usr/bin/env bash
-# Everything the GPU machine does, in one call (device time is scarce):
-# configure + build the gpu preset, the GPU tests, compute-sanitizer on a
-# representative subset, `musespark check`, and (when present) the perf sweep.
-# Logs and JSON go to $OUT (or ./gpu-out when OUT is unset), at most eight
-# files, which is what the device tool brings back.
+# Everything the GPU machine does, in one call (device time is scarce).
 #
-#   scripts/prepare_gpu_deps.sh          # here, once
-#   device run (carry .gpu-deps):  scripts/gpu_run.sh [build|test|sanitize|check|perf ...]
+#   scripts/prepare_gpu_deps.sh                      # here, once
+#   device run (carry .gpu-deps [.baseline]):  scripts/gpu_run.sh STEP...
+#
+# Steps, in the order given:
+#   build     configure + build the gpu preset
+#   test      ctest -L gpu, then the property suite on the kernel
+#   sanitize  compute-sanitizer memcheck + racecheck on the Sanitizer.* tests
+#   check     musespark check
+#   fuzz      musespark fuzz --impl cuda for FUZZ_SECONDS (300), corpus replay,
+#             the Python export / op / verify round trip
+#   perf      routing_benchmark on PERF_PRESET (anchor), rendered against the anchor CSV
+#   ab        the same preset on the kernel of .baseline/ (scripts/make_baseline.sh
+#             COMMIT, carried) and this tree, interleaved, then `render_report.py compare`
+#   ncu       Nsight Compute on the cells of NCU_CELLS
+#   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
+#
+# What comes back ($OUT, at most eight files): summary.log, the JSON reports
+# and logs.tgz with every log. Without $OUT, ./gpu-out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
-mkdir -p "$OUT"
+WORK=${WORK:-/tmp/musespark-gpu}
+mkdir -p "$OUT" "$WORK/logs"
+LOGS=$WORK/logs
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize check)
 
 export MUSESPARK_TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
 export MUSESPARK_EXTRA_PREFIX=$PWD/.gpu-deps/usr
+# Fallbacks only for what the image lacks (a package config anywhere CMake looks).
+for pkg in GTest benchmark fmt nlohmann_json; do
+  if ! ls -d /usr/lib/x86_64-linux-gnu/cmake/$pkg /usr/lib/cmake/$pkg /usr/local/lib/cmake/$pkg \
+        /usr/share/cmake/$pkg /usr/local/share/cmake/$pkg /usr/lib64/cmake/$pkg >/dev/null 2>&1; then
+    echo "gpu_run: no system $pkg: using .gpu-deps/fallback" | tee -a "$OUT/summary.log"
+    export MUSESPARK_EXTRA_PREFIX="$MUSESPARK_EXTRA_PREFIX;$PWD/.gpu-deps/fallback/usr"
+    break
+  fi
+done
+gpu_tag=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -oiE 'H100|H200|B200|A100|L40S' | tr A-Z a-z)
+gpu_tag=${gpu_tag:-gpu}
+preset=${PERF_PRESET:-anchor}
 status=0
 log() { echo "== $* ($(date +%T))" | tee -a "$OUT/summary.log"; }
+bench=build/gpu/perf/routing_benchmark
+bench_args="--preset=$preset --impls=cuda --benchmark_repetitions=3"
 
 for step in "${steps[@]}"; do
   case "$step" in
     build)
       log "configure + build (gpu preset)"
-      nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee -a "$OUT/summary.log"
-      { cmake --preset gpu && cmake --build --preset gpu; } > "$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
-      tail -3 "$OUT/build.log" ;;
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee -a "$OUT/summary.log"
+      { cmake --preset gpu && cmake --build --preset gpu; } > "$LOGS/build.log" 2>&1 || { tail -50 "$LOGS/build.log"; status=1; break; }
+      tail -1 "$LOGS/build.log" ;;
     test)
       log "ctest -L gpu"
-      ctest --preset gpu > "$OUT/ctest_gpu.log" 2>&1 || status=1
-      grep -E "tests passed|tests failed|Skipped|\[  FAILED  \]" "$OUT/ctest_gpu.log" | sort -u | head -30 | tee -a "$OUT/summary.log"
+      ctest --preset gpu > "$LOGS/ctest_gpu.log" 2>&1 || status=1
+      grep -E "tests passed|tests failed|Skipped|\(Failed\)|\[  FAILED  \]" "$LOGS/ctest_gpu.log" | sort -u | head -30 | tee -a "$OUT/summary.log"
       log "property suite on cuda (RC_PARAMS=${RC_PARAMS:-max_success=300})"
       RC_PARAMS=${RC_PARAMS:-max_success=300} MUSESPARK_PROPERTY_IMPLS=cuda \
-        ./build/gpu/property_tests/test_router_properties > "$OUT/properties_cuda.log" 2>&1 || status=1
-      ./build/gpu/property_tests/test_invalid_arguments >> "$OUT/properties_cuda.log" 2>&1 || status=1
-      grep -E "^\[  (PASSED|FAILED) |OK, passed|Falsifiable|properties run on" "$OUT/properties_cuda.log" | tee -a "$OUT/summary.log" ;;
+        ./build/gpu/property_tests/test_router_properties > "$LOGS/properties_cuda.log" 2>&1 || status=1
+      MUSESPARK_PROPERTY_IMPLS=cuda ./build/gpu/property_tests/test_invalid_arguments >> "$LOGS/properties_cuda.log" 2>&1 || status=1
+      grep -E "^\[  (PASSED|FAILED) |Falsifiable|properties run on" "$LOGS/properties_cuda.log" | tee -a "$OUT/summary.log" ;;
     sanitize)
       for tool in memcheck racecheck; do
-        log "compute-sanitizer --tool $tool (Sanitizer.*)"
-        compute-sanitizer --tool "$tool" --error-exitcode 99 ./build/gpu/property_tests/test_cuda_kernel \
-          --gtest_filter='Sanitizer.*' > "$OUT/sanitizer_$tool.tmp" 2>&1 || status=1
-        cat "$OUT/sanitizer_$tool.tmp" >> "$OUT/sanitizer.log"
-        tail -3 "$OUT/sanitizer_$tool.tmp" | tee -a "$OUT/summary.log"
-        rm -f "$OUT/sanitizer_$tool.tmp"
-      done ;;
+        log "compute-sanitizer --tool $tool (Sanitizer.*, CudaLoader.*)"
+        for bin in test_cuda_kernel:Sanitizer.* test_cuda_loader:*many_chunks*; do
+          compute-sanitizer --tool "$tool" --error-exitcode 99 ./build/gpu/property_tests/${bin%%:*} \
+            --gtest_filter="${bin#*:}" > "$LOGS/sanitizer.tmp" 2>&1 || status=1
+          cat "$LOGS/sanitizer.tmp" >> "$LOGS/sanitizer.log"
+          echo "${bin%%:*}: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitizer.tmp" | tail -1)" | tee -a "$OUT/summary.log"
+        done
+      done
+      rm -f "$LOGS/sanitizer.tmp" ;;
     check)
       log "musespark check"
-      ./build/gpu/harness/musespark check 2>&1 | tee "$OUT/check.log" | tail -8 || status=1 ;;
+      ./build/gpu/harness/musespark check > "$LOGS/check.log" 2>&1 || status=1
+      tail -8 "$LOGS/check.log" | tee -a "$OUT/summary.log" ;;
     fuzz)
-      log "musespark fuzz --impl cuda --seconds ${FUZZ_SECONDS:-300}"
+      log "musespark fuzz --impl cuda --seconds ${FUZZ_SECONDS:-300} --seed ${FUZZ_SEED:-1}"
       ./build/gpu/harness/musespark fuzz --impl cuda --seconds "${FUZZ_SECONDS:-300}" --seed "${FUZZ_SEED:-1}" \
-        --json "$OUT/fuzz_cuda.json" --out-dir "$OUT/fuzz-failures" > "$OUT/fuzz_cuda.log" 2>&1 || status=1
-      tail -2 "$OUT/fuzz_cuda.log" | tee -a "$OUT/summary.log"
+        --json "$OUT/fuzz_cuda.json" --out-dir "$WORK/fuzz-failures" > "$LOGS/fuzz_cuda.log" 2>&1 || status=1
+      tail -2 "$LOGS/fuzz_cuda.log" | tee -a "$OUT/summary.log"
       log "corpus replay on cuda"
-      ./build/gpu/harness/musespark replay --impl cuda corpus/*.safetensors 2>&1 | tee "$OUT/corpus_cuda.log" | grep -c PASS | sed 's/^/corpus cases passing: /' | tee -a "$OUT/summary.log"
-      grep -q FAIL "$OUT/corpus_cuda.log" && status=1
+      ./build/gpu/harness/musespark replay --impl cuda corpus/*.safetensors > "$LOGS/corpus_cuda.log" 2>&1 || status=1
+      echo "corpus cases passing: $(grep -c PASS "$LOGS/corpus_cuda.log") of $(ls corpus/*.safetensors | wc -l)" | tee -a "$OUT/summary.log"
       log "export / op / verify from Python"
-      python3 examples/verify_torch_op.py build/gpu --workdir /tmp 2>&1 | tail -3 | tee -a "$OUT/summary.log" || status=1 ;;
+      python3 examples/verify_torch_op.py build/gpu --workdir "$WORK" > "$LOGS/verify_torch_op.log" 2>&1 || status=1
+      tail -3 "$LOGS/verify_torch_op.log" | tee -a "$OUT/summary.log" ;;
     perf)
-      if [ -x scripts/perf_sweep.sh ]; then log "perf sweep"; REPORT_DIR=${REPORT_DIR:-/tmp/musespark-report} scripts/perf_sweep.sh "$OUT" || status=1; fi ;;
-    *) echo "gpu_run: unknown step '$step' (build, test, sanitize, check, fuzz, perf)"; exit 2 ;;
+      log "perf: $bench $bench_args (and the torch recipe)"
+      $bench $bench_args --impls=cuda,torch-recipe --benchmark_out="$OUT/${gpu_tag}_$preset.json" --benchmark_out_format=json \
+        > "$LOGS/perf_$preset.log" 2>&1 || status=1
+      python3 reports/render_report.py "$OUT/${gpu_tag}_$preset.json" --anchor reports/anchors/h100_seed_router.csv \
+        --out "$WORK/report" --title "Router on the ${gpu_tag^^}: preset $preset" > "$LOGS/render.log" 2>&1 || status=1
+      grep -A8 "## Speedups" "$WORK/report/README.md" | tee -a "$OUT/summary.log" ;;
+    ab)
+      [ -d .baseline ] || { echo "ab: no .baseline/ (scripts/make_baseline.sh COMMIT, then carry .baseline)"; status=1; continue; }
+      log "ab: building the baseline kernel ($(cat .baseline/COMMIT 2>/dev/null))"
+      (cd .baseline && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+          -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$MUSESPARK_EXTRA_PREFIX" -DMUSESPARK_ENABLE_TORCH=OFF -DMUSESPARK_BUILD_TESTS=OFF \
+        && cmake --build build -j16 --target routing_benchmark) > "$LOGS/baseline_build.log" 2>&1 || { tail -20 "$LOGS/baseline_build.log"; status=1; continue; }
+      for round in 1 2; do
+        for side in baseline new; do
+          bin=$bench; [ $side = baseline ] && bin=.baseline/build/perf/routing_benchmark
+          $bin $bench_args --benchmark_out="$WORK/ab_${side}_$round.json" --benchmark_out_format=json > "$LOGS/ab_${side}_$round.log" 2>&1 || status=1
+        done
+      done
+      cp "$WORK/ab_new_2.json" "$OUT/${gpu_tag}_${preset}_cuda.json"
+      cp "$WORK/ab_baseline_2.json" "$OUT/${gpu_tag}_${preset}_baseline.json"
+      for round in 1 2; do
+        python3 reports/render_report.py compare "$WORK/ab_new_$round.json" "$WORK/ab_baseline_$round.json" --impl cuda \
+          > "$LOGS/ab_compare_$round.log" 2>&1
+        tail -6 "$LOGS/ab_compare_$round.log" | tee -a "$OUT/summary.log"
+      done ;;
+    ncu)
+      for cell in ${NCU_CELLS:-65536:64:8:float32 65536:256:8:float32 65536:256:8:bfloat16 1:256:8:float32}; do
+        IFS=: read -r t e k d <<< "$cell"
+        log "ncu T=$t E=$e k=$k $d"
+        ncu --clock-control none --set full -k regex:route_ --launch-skip 3 --launch-count 1 \
+          $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d \
+          > "$LOGS/ncu_${t}_${e}_${k}_$d.log" 2>&1 || status=1
+        grep -E "^  [a-z_]+::route|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Ipc Active|Issue Slots Busy|No Eligible|One or More Eligible|Theoretical Occupancy|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued" \
+          "$LOGS/ncu_${t}_${e}_${k}_$d.log" | head -22 | tee -a "$OUT/summary.log"
+      done ;;
+    loader)
+      ckpt=$WORK/muse_layer.safetensors
+      log "loader: generate a full Muse layer (E=256 H=4096 I=4096 NVFP4)"
+      ./build/gpu/harness/musespark generate-checkpoint --prefix layer --experts 256 --hidden 4096 --intermediate 4096 --nvfp4 \
+        --out "$ckpt" 2>&1 | tee -a "$OUT/summary.log"
+      for tp in "1 0" "8 3"; do
+        set -- $tp
+        for engine in staged per-expert; do
+          ./build/gpu/harness/musespark load "$ckpt" --prefix layer --experts 256 --hidden 4096 --intermediate 4096 --nvfp4 \
+            --tp-size $1 --tp-rank $2 --device cuda --engine $engine --repeat 3 2>&1 | tee -a "$LOGS/loader_cli.log" | tail -2 | tee -a "$OUT/summary.log"
+        done
+      done
+      log "loader_benchmark --device=cuda"
+      build/gpu/perf/loader_benchmark --device=cuda --file="$ckpt" --experts=256 --hidden=4096 --intermediate=4096 --nvfp4 \
+        --iterations=${LOADER_ITERATIONS:-3} --benchmark_out="$OUT/${gpu_tag}_loader.json" --benchmark_out_format=json \
+        > "$LOGS/loader_benchmark.log" 2>&1 || status=1
+      grep -E "^loader/" "$LOGS/loader_benchmark.log" | tee -a "$OUT/summary.log"
+      rm -f "$ckpt" ;;
+    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab ncu loader)"; exit 2 ;;
   esac
 done
 log "done, status $status"
+tar -czf "$OUT/logs.tgz" -C "$WORK" logs $( [ -d "$WORK/fuzz-failures" ] && echo fuzz-failures )
 exit $status

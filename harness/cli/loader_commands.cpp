@@ -3,10 +3,16 @@
 
 #include <chrono>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <random>
 
 #include "commands.h"
 #include "musespark/expert_loader.h"
+#ifdef MUSESPARK_HAVE_CUDA
+#include "expert_copy_engine.h"
+#include "harness/cuda_case.h"
+#endif
 
 namespace musespark::cli {
 namespace {
@@ -83,31 +89,92 @@ int run_generate(const LayerArgs& a) {
   return 0;
 }
 
-int run_load(const LayerArgs& a, const std::string& device) {
-  if (device != "cpu")
-    throw std::invalid_argument("--device " + device + ": only CPU destinations are implemented so far (CUDA is next)");
-  const ExpertLayerConfig c = layer_config(a);
-  const auto start = std::chrono::steady_clock::now();
-  const Checkpoint ckpt = Checkpoint::open(a.path);
-  std::map<std::string, std::vector<std::uint8_t>> storage;
-  std::map<std::string, ExpertParam> params;
-  std::size_t bytes = 0;
-  for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(c, weight_dtype(a.dtype))) {
-    std::int64_t n = 1;
-    for (std::int64_t d : spec.second) n *= d;
-    storage[name].resize(static_cast<std::size_t>(n) * dtype_size(spec.first));
-    params[name] = ExpertParam{storage[name].data(), spec.first, spec.second, Device::kCpu};
-    bytes += storage[name].size();
+struct LoadOptions {
+  std::string device = "cpu";
+  std::string engine = "staged";
+  int workers = 8;
+  std::size_t staging_mb = 16;
+  int repeat = 1;
+};
+
+// Destination parameters on the CPU or the GPU, allocated once per run.
+class Destinations {
+ public:
+  Destinations(const ExpertLayerConfig& c, DType weight, Device device) {
+    for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(c, weight)) {
+      std::int64_t n = 1;
+      for (std::int64_t d : spec.second) n *= d;
+      const std::size_t size = static_cast<std::size_t>(n) * dtype_size(spec.first);
+      void* data = nullptr;
+      if (device == Device::kCpu) {
+        data = host_.emplace_back(size).data();
+      } else {
+#ifdef MUSESPARK_HAVE_CUDA
+        data = device_.emplace_back(size).get();
+#endif
+      }
+      params_[name] = ExpertParam{data, spec.first, spec.second, device};
+      bytes_ += size;
+    }
   }
-  const auto copy_start = std::chrono::steady_clock::now();
-  const std::vector<std::string> names = ConsolidatedExpertLoader(c, params).load(ckpt, a.prefix);
-  const auto end = std::chrono::steady_clock::now();
-  const double copy_s = std::chrono::duration<double>(end - copy_start).count();
-  const double all_s = std::chrono::duration<double>(end - start).count();
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  fmt::print("loaded {} (tp {}/{}, ep {}/{} {}): {:.3f} GB in {:.3f} s copy ({:.2f} GB/s), {:.3f} s with allocation\n", list,
-             a.tp_rank, a.tp_size, a.ep_rank, a.ep_size, a.placement, bytes / 1e9, copy_s, bytes / 1e9 / copy_s, all_s);
+  const std::map<std::string, ExpertParam>& params() const { return params_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<std::vector<std::uint8_t>> host_;
+#ifdef MUSESPARK_HAVE_CUDA
+  std::vector<harness::DeviceBuffer> device_;
+#endif
+  std::map<std::string, ExpertParam> params_;
+  std::size_t bytes_ = 0;
+};
+
+int run_load(const LayerArgs& a, const LoadOptions& o) {
+  if (o.device != "cpu" && o.device != "cuda")
+    throw std::invalid_argument("--device must be cpu or cuda, got '" + o.device + "'");
+  if (o.engine != "staged" && o.engine != "per-expert")
+    throw std::invalid_argument("--engine must be staged or per-expert, got '" + o.engine + "'");
+  if (o.repeat < 1) throw std::invalid_argument("--repeat must be at least 1, got " + std::to_string(o.repeat));
+  const bool cuda = o.device == "cuda";
+  if (!cuda && o.engine != "staged")
+    throw std::invalid_argument("--engine per-expert is the CUDA baseline; use it with --device cuda");
+#ifdef MUSESPARK_HAVE_CUDA
+  if (cuda) {
+    const std::string why = harness::cuda_unavailable_reason();
+    if (!why.empty()) throw std::invalid_argument("--device cuda: " + why);
+  }
+  std::unique_ptr<cuda::ExpertCopyEngine> staged;
+#else
+  if (cuda) throw std::invalid_argument("--device cuda: this build has no CUDA");
+#endif
+  const ExpertLayerConfig c = layer_config(a);
+  const auto setup_start = std::chrono::steady_clock::now();
+  const Destinations dst(c, weight_dtype(a.dtype), cuda ? Device::kCuda : Device::kCpu);
+  CopyEngine engine = copy_blocks_on_host;
+#ifdef MUSESPARK_HAVE_CUDA
+  if (cuda && o.engine == "staged") {
+    staged = std::make_unique<cuda::ExpertCopyEngine>(o.staging_mb << 20, o.workers);
+    engine = staged->as_copy_engine();
+  } else if (cuda) {
+    engine = cuda::copy_blocks_one_call_each;
+  }
+#endif
+  const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+  const std::string how = !cuda ? "host block copies"
+                          : o.engine == "staged"
+                              ? fmt::format("staged engine, {} workers x 2 x {} MB pinned", o.workers, o.staging_mb)
+                              : "per-expert cudaMemcpy2D baseline";
+  fmt::print("destinations: {:.3f} GB on {} ({}), set up in {:.3f} s\n", dst.bytes() / 1e9, o.device, how, setup_s);
+  for (int i = 0; i < o.repeat; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    const Checkpoint ckpt = Checkpoint::open(a.path);
+    const std::vector<std::string> names = ConsolidatedExpertLoader(c, dst.params(), engine).load(ckpt, a.prefix);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    fmt::print("load {}/{}: {} (tp {}/{}, ep {}/{} {}): {:.3f} GB in {:.3f} s = {:.2f} GB/s\n", i + 1, o.repeat, list,
+               a.tp_rank, a.tp_size, a.ep_rank, a.ep_size, a.placement, dst.bytes() / 1e9, s, dst.bytes() / 1e9 / s);
+  }
   return 0;
 }
 
@@ -135,7 +202,7 @@ void add_loader_commands(CLI::App& app, int& exit_code) {
   g->callback([gen, &exit_code] { exit_code = run_generate(*gen); });
 
   auto ld = std::make_shared<LayerArgs>();
-  auto device = std::make_shared<std::string>("cpu");
+  auto lo = std::make_shared<LoadOptions>();
   CLI::App* l = app.add_subcommand("load", "load one layer's experts into freshly allocated parameters and report GB/s");
   l->add_option("path", ld->path, "checkpoint")->required();
   add_layer_options(l, *ld);
@@ -144,8 +211,12 @@ void add_loader_commands(CLI::App& app, int& exit_code) {
   l->add_option("--ep-size", ld->ep_size, "expert-parallel size");
   l->add_option("--ep-rank", ld->ep_rank, "expert-parallel rank");
   l->add_option("--placement", ld->placement, "contiguous or round-robin");
-  l->add_option("--device", *device, "cpu (cuda: not yet)");
-  l->callback([ld, device, &exit_code] { exit_code = run_load(*ld, *device); });
+  l->add_option("--device", lo->device, "cpu or cuda");
+  l->add_option("--engine", lo->engine, "staged (pinned staging, worker threads, streams) or per-expert (one cudaMemcpy2D per expert block: the baseline)");
+  l->add_option("--workers", lo->workers, "staged engine: worker threads, each with a stream and two pinned buffers");
+  l->add_option("--staging-mb", lo->staging_mb, "staged engine: size of each pinned buffer in MB");
+  l->add_option("--repeat", lo->repeat, "load this many times (the first read may fill the page cache)");
+  l->callback([ld, lo, &exit_code] { exit_code = run_load(*ld, *lo); });
 }
 
 }  // namespace musespark::cli

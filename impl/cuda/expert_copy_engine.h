@@ -1,9 +1,9 @@
-// Host-to-device engine for the expert loader: the loader's BlockCopy list
-// (rows of a 2-D block in the mapped checkpoint) goes through pinned staging
-// buffers, one per stream, so the CPU fills the next chunk while the
-// previous one crosses the link (cudaMemcpy2DAsync with the destination's
-// pitch). Not yet run on a GPU: property_tests/gpu/test_cuda_loader.cpp
-// checks it bit for bit against the CPU path when a device is present.
+// Host-to-device engine for the expert loader. The loader's BlockCopy list
+// (2-D blocks of the mapped checkpoint) is cut into chunks; several worker
+// threads each own a CUDA stream and two pinned staging buffers, so while one
+// buffer crosses the link the thread fills the other from the page cache.
+// The fill is the CPU's part (a memcpy out of the mapping, page faults
+// included) and one thread cannot keep up with the link; the workers split it.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,27 +17,37 @@ namespace musespark::cuda {
 
 class ExpertCopyEngine {
  public:
-  explicit ExpertCopyEngine(std::size_t staging_bytes_per_stream = std::size_t{64} << 20, int streams = 4);
+  // staging_bytes: size of each of a worker's two pinned buffers.
+  explicit ExpertCopyEngine(std::size_t staging_bytes = std::size_t{16} << 20, int workers = 8);
   ~ExpertCopyEngine();
   ExpertCopyEngine(const ExpertCopyEngine&) = delete;
   ExpertCopyEngine& operator=(const ExpertCopyEngine&) = delete;
 
-  // Copies every block to device memory and returns when all have landed.
-  // Throws DeviceError naming the CUDA error.
+  // Copies every block to device memory (the current device) and returns when
+  // all have landed. Throws DeviceError naming the CUDA error; after an error
+  // the destinations may be partly written.
   void copy(const std::vector<BlockCopy>& blocks, Device device);
 
   // For ConsolidatedExpertLoader; the engine must outlive the loader.
   CopyEngine as_copy_engine();
 
+  std::size_t pinned_bytes() const { return staging_bytes_ * 2 * workers_.size(); }
+  int workers() const { return static_cast<int>(workers_.size()); }
+
  private:
-  struct Lane {
-    void* staging = nullptr;
+  struct Worker {
+    void* staging[2] = {nullptr, nullptr};
+    cudaEvent_t landed[2] = {nullptr, nullptr};
     cudaStream_t stream = nullptr;
-    cudaEvent_t done = nullptr;
-    bool busy = false;
   };
+  void release();
   std::size_t staging_bytes_;
-  std::vector<Lane> lanes_;
+  std::vector<Worker> workers_;
 };
+
+// The baseline the engine is measured against: one synchronous
+// cudaMemcpy2D per block straight from the (pageable) mapping, which is the
+// shape of a per-expert `param[expert].copy_(loaded[expert])` loop.
+void copy_blocks_one_call_each(const std::vector<BlockCopy>& blocks, Device device);
 
 }  // namespace musespark::cuda

@@ -72,6 +72,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
   __shared__ BlockScratch sc;
 
   pdl_wait();
+  pdl_launch_dependents();  // see the register path
   const int E = p.num_experts;
   const int tid = threadIdx.x;
 
@@ -132,7 +133,6 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
       store_slot(p, row, j, sc.slot_score[j] * scale, sc.slot_id[j]);
     __syncthreads();  // scratch and staged scores are reused by the next row
   }
-  pdl_launch_dependents();
 }
 
 // ---------------------------------------------------------------------------
@@ -196,7 +196,9 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 }
 
 // The tier table: one row per register tier, the smallest that fits E wins.
-// (group lanes G, experts per lane P); E <= G * P.
+// (group lanes G, experts per lane P); E <= G * P. Eight experts per lane
+// keeps the per-row fixed cost (k rounds of group reductions) shared by
+// 32 / G rows of a warp for small E; E = 512 takes 16 per lane.
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
@@ -204,11 +206,11 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t strea
   const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
   if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
   const bool vec = options.force_path != 3;
-  if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
-  if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
-  if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
-  if (E <= 64) return launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
-  if (E <= 128) return launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
+  if (E <= 8) return launch_register_tier<T, 1, 8>(kp, stream, pdl, vec);
+  if (E <= 16) return launch_register_tier<T, 2, 8>(kp, stream, pdl, vec);
+  if (E <= 32) return launch_register_tier<T, 4, 8>(kp, stream, pdl, vec);
+  if (E <= 64) return launch_register_tier<T, 8, 8>(kp, stream, pdl, vec);
+  if (E <= 128) return launch_register_tier<T, 16, 8>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }

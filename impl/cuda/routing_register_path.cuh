@@ -1,16 +1,18 @@
 // Register path of the router kernel (E <= 512): G lanes own one row, each
-// lane holds P experts in registers.
+// lane holds P experts in registers; 32 / G rows share a warp.
 //
 // Expert e lives in lane (e / V) % G, register (e / (V*G)) * V + e % V, so a
 // lane's experts grow with the register index.
 //
-// Selection. Each lane first keeps a sorted list of its best M candidates
-// (M = min(P, 3)); a round is then a group-wide max over the list heads, a
+// Selection. Each lane keeps a sorted list of its best M candidates
+// (M = min(P, 3)); a round is a group-wide max over the list heads, a
 // group-wide min over the expert index among equal heads (the exact order of
-// the 64-bit keys of routing_math.h), and a pop in the winning lane. When a
-// lane with more than M experts runs out of candidates before the last
-// round, the row is redone with full rescans of every register: slower, same
-// answer. With M = 3 that needs 4 of the top-k in one lane, which is rare.
+// the 64-bit keys of routing_math.h), and a pop in the winning lane. A lane
+// whose list runs dry while it still has experts refills it from its
+// registers with the experts ranked below its last pop; the lane's pops are
+// its best experts in key order, so "below the last pop" is exactly "not yet
+// taken". Refills are rare when P is small against k and cost one pass over
+// the lane's registers.
 //
 // All groups of a warp iterate rows in lockstep (rows past T or padded take
 // part with no experts), so G < 32 reductions can use full-warp shuffles.
@@ -56,16 +58,40 @@ __device__ __forceinline__ std::uint64_t group_sum_u64(std::uint64_t v) {
   return v;
 }
 
+// Inserts (o, e, sc) into a lane's list, sorted by key descending. Callers
+// visit a lane's experts in increasing index order, so every entry already
+// in the list has a lower index and an equal score stays above: a strict
+// comparison on the score is the exact key order. o == 0 never enters.
+template <int M>
+__device__ __forceinline__ void insert_candidate(std::uint32_t (&top_ord)[M], std::uint32_t (&top_expert)[M],
+                                                 float (&top_score)[M], std::uint32_t o, std::uint32_t e, float sc) {
+  bool above[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) above[m] = o > top_ord[m];
+#pragma unroll
+  for (int m = M - 1; m > 0; --m) {
+    top_ord[m] = above[m - 1] ? top_ord[m - 1] : (above[m] ? o : top_ord[m]);
+    top_expert[m] = above[m - 1] ? top_expert[m - 1] : (above[m] ? e : top_expert[m]);
+    top_score[m] = above[m - 1] ? top_score[m - 1] : (above[m] ? sc : top_score[m]);
+  }
+  top_ord[0] = above[0] ? o : top_ord[0];
+  top_expert[0] = above[0] ? e : top_expert[0];
+  top_score[0] = above[0] ? sc : top_score[0];
+}
+
 template <typename T, int G, int P, int V>
 __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kChunks = P / V;
-  constexpr int kSlotsPerLane = 2;  // k <= min(E, 64) <= 2 * G for every tier
+  constexpr int kMaxK = G * P < kMaxTopK ? G * P : kMaxTopK;  // k <= min(E, 64) <= G * P
+  constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
   constexpr int M = P < 3 ? P : 3;
-  static_assert(kSlotsPerLane * G >= (G * P < 64 ? G * P : 64), "slots per lane");
 
   pdl_wait();
+  // Dependents may start launching now; their griddepcontrol.wait still
+  // waits for this whole grid to finish and its writes to be visible.
+  pdl_launch_dependents();
 
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;
@@ -133,91 +159,55 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
     }
 
     // Selection state: the order-preserving image of q, plus one, so that 0
-    // means "taken or no expert" (NaN maps to 1).
+    // means "no expert" (NaN maps to 1).
     std::uint32_t ord[P];
-    int n_valid = 0;
+    int remaining = 0;  // this lane's experts not yet taken
 #pragma unroll
     for (int i = 0; i < P; ++i) {
       ord[i] = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
-      n_valid += valid[i] ? 1 : 0;
+      remaining += valid[i] ? 1 : 0;
     }
 
-    // The lane's best M, sorted by (ord desc, expert asc). An element carried
-    // down by an insertion can have a lower expert index than an equal one
-    // below it, so the comparison uses the whole key, not the score alone.
-    std::uint32_t top_ord[M];
-    std::uint32_t top_expert[M];
+    std::uint32_t top_ord[M], top_expert[M];
     float top_score[M];
 #pragma unroll
     for (int m = 0; m < M; ++m) top_ord[m] = 0, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < P; ++i) {
-      std::uint32_t o = ord[i], e = static_cast<std::uint32_t>(expert_of(i));
-      float sc = s[i];
-#pragma unroll
-      for (int m = 0; m < M; ++m) {
-        if (o > top_ord[m] || (o == top_ord[m] && o != 0 && e < top_expert[m])) {
-          const std::uint32_t to = top_ord[m], te = top_expert[m];
-          const float ts = top_score[m];
-          top_ord[m] = o, top_expert[m] = e, top_score[m] = sc;
-          o = to, e = te, sc = ts;
-        }
-      }
-    }
+    for (int i = 0; i < P; ++i)
+      insert_candidate<M>(top_ord, top_expert, top_score, ord[i], static_cast<std::uint32_t>(expert_of(i)), s[i]);
 
     float selected_sum = 0.0f;
     std::int32_t slot_id[kSlotsPerLane] = {};
     float slot_score[kSlotsPerLane] = {};
-    bool exhausted = false;
-    int popped = 0;
-    for (int j = 0; j < p.topk; ++j) {
-      const std::uint32_t group_best = group_max_u32<G>(top_ord[0]);
-      const std::uint32_t mine = top_ord[0] == group_best ? top_expert[0] : 0xFFFFFFFFu;
-      const std::uint32_t expert = group_min_u32<G>(mine);
-      const bool owner = mine == expert;
-      const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], static_cast<int>((expert / V) % G), G);
-      if (owner) {
 #pragma unroll
-        for (int m = 0; m + 1 < M; ++m) top_ord[m] = top_ord[m + 1], top_expert[m] = top_expert[m + 1], top_score[m] = top_score[m + 1];
-        top_ord[M - 1] = 0, top_expert[M - 1] = 0xFFFFFFFFu;
-        ++popped;
-        exhausted |= popped == M && n_valid > M && j + 1 < p.topk;
-      }
-      selected_sum += score;
+    for (int c = 0; c < kSlotsPerLane; ++c) {
+      for (int l = 0; l < G; ++l) {
+        const int j = c * G + l;  // warp-uniform
+        if (j >= p.topk) break;
+        const std::uint32_t group_best = group_max_u32<G>(top_ord[0]);
+        const std::uint32_t mine = top_ord[0] == group_best ? top_expert[0] : 0xFFFFFFFFu;
+        const std::uint32_t expert = group_min_u32<G>(mine);
+        const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], static_cast<int>((expert / V) % G), G);
+        if (group_best != 0 && mine == expert) {
+          const std::uint32_t last_ord = top_ord[0], last_expert = top_expert[0];
 #pragma unroll
-      for (int c = 0; c < kSlotsPerLane; ++c) {
-        if (j == c * G + lane) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
-      }
-    }
-
-    if constexpr (P > M) {
-      // A lane ran out of candidates: redo the rounds rescanning every register.
-      if (__any_sync(0xFFFFFFFFu, exhausted)) {
-        selected_sum = 0.0f;
-        for (int j = 0; j < p.topk; ++j) {
-          std::uint32_t best = 0;
-          int best_i = 0;
+          for (int m = 0; m + 1 < M; ++m)
+            top_ord[m] = top_ord[m + 1], top_expert[m] = top_expert[m + 1], top_score[m] = top_score[m + 1];
+          top_ord[M - 1] = 0, top_expert[M - 1] = 0xFFFFFFFFu;
+          --remaining;
+          if constexpr (P > M) {
+            if (top_ord[0] == 0 && remaining > 0 && j + 1 < p.topk) {
 #pragma unroll
-          for (int i = 0; i < P; ++i) {
-            if (ord[i] > best) best = ord[i], best_i = i;
-          }
-          const std::uint32_t group_best = group_max_u32<G>(best);
-          const std::uint32_t mine = best == group_best ? static_cast<std::uint32_t>(expert_of(best_i)) : 0xFFFFFFFFu;
-          const std::uint32_t expert = group_min_u32<G>(mine);
-          float mine_score = 0.0f;
-          if (mine == expert) {
-#pragma unroll
-            for (int i = 0; i < P; ++i) {
-              if (i == best_i) mine_score = s[i], ord[i] = 0;
+              for (int i = 0; i < P; ++i) {
+                const std::uint32_t e = static_cast<std::uint32_t>(expert_of(i));
+                const bool below = ord[i] < last_ord || (ord[i] == last_ord && e > last_expert);
+                insert_candidate<M>(top_ord, top_expert, top_score, below ? ord[i] : 0u, e, s[i]);
+              }
             }
           }
-          const float score = __shfl_sync(0xFFFFFFFFu, mine_score, static_cast<int>((expert / V) % G), G);
-          selected_sum += score;
-#pragma unroll
-          for (int c = 0; c < kSlotsPerLane; ++c) {
-            if (j == c * G + lane) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
-          }
         }
+        selected_sum += score;
+        if (lane == l) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
       }
     }
 
@@ -233,7 +223,6 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
       }
     }
   }
-  pdl_launch_dependents();
 }
 
 }  // namespace musespark::cuda

@@ -106,10 +106,11 @@ INSTANTIATE_TEST_SUITE_P(Kernel, CudaGrid, ::testing::ValuesIn(kernel_grid()),
 TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
-    for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
+    for (auto [norm, k_cap] : {std::pair{Normalization::kSigmoid, 8}, std::pair{Normalization::kSoftmax, 8},
+                               std::pair{Normalization::kSigmoid, 64}}) {
       CaseConfig cfg;
       cfg.experts = E;
-      cfg.topk = std::min<std::int64_t>(E, 8);
+      cfg.topk = std::min<std::int64_t>(E, k_cap);
       cfg.tokens = 300;
       cfg.normalization = norm;
       cfg.logits = harness::LogitsDistribution::kQuantized;
@@ -118,8 +119,40 @@ TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
       const RoutingOutput reg = harness::run_cuda_case(c, {.force_path = 1});
       const RoutingOutput shared = harness::run_cuda_case(c, {.force_path = 2});
       const RoutingOutput scalar = harness::run_cuda_case(c, {.force_path = 3});
-      expect_bitwise_equal(reg, shared, "register vs shared, E=" + std::to_string(E));
-      expect_bitwise_equal(reg, scalar, "vector vs scalar loads, E=" + std::to_string(E));
+      const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(cfg.topk);
+      expect_bitwise_equal(reg, shared, "register vs shared, " + where);
+      expect_bitwise_equal(reg, scalar, "vector vs scalar loads, " + where);
+    }
+  }
+}
+
+// A lane's candidate list holds 3 experts; when one lane owns the whole
+// top-k (or more of it than 3) the list is refilled from its registers. Here
+// every row puts its best experts in a single lane of the register layout
+// (lane 0 under the vector layout of each tier), with exact ties among them,
+// so each row needs several refills; the result must equal the reference
+// and the shared-memory path bit for bit.
+TEST(CudaKernel, OneLaneHoldingTheTopKRefillsItsCandidates) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {8, 16, 32, 64, 128, 256, 512}) {
+    for (std::int64_t k : {std::int64_t{4}, std::int64_t{8}, std::min<std::int64_t>(E, 64)}) {
+      if (k > E) continue;
+      CaseConfig cfg;
+      cfg.experts = E;
+      cfg.topk = k;
+      cfg.tokens = 96;
+      cfg.seed = E * 100 + k;
+      RoutingCase c(cfg);
+      // Lane 0 of a G-lane group holds experts e with (e / V) % G == 0; for
+      // every tier V is 4 (fp32) and G = min(32, E / 8 rounded up to a power
+      // of two). The set below covers lane 0 for all of them: e % 128 < 4.
+      for (std::int64_t t = 0; t < cfg.tokens; ++t)
+        for (std::int64_t e = 0; e < E; ++e)
+          if (e % 128 < 4) c.set_logit(t, e, t % 3 == 0 ? 4.0f : 3.0f + 0.01f * static_cast<float>((e * 7 + t) % 5));
+      const RoutingOutput reg = harness::run_cuda_case(c, {.force_path = 1});
+      EXPECT_TRUE(testing::Passes(harness::compare_output(c, reg))) << "E=" << E << " k=" << k;
+      expect_bitwise_equal(reg, harness::run_cuda_case(c, {.force_path = 2}),
+                           "register vs shared, E=" + std::to_string(E) + " k=" + std::to_string(k));
     }
   }
 }

@@ -14,9 +14,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TEST(CudaLoader, MatchesTheCpuPathBitForBit) {
+// Every engine shape: many chunks over few workers, a staging buffer narrower
+// than one row (column pieces), and the per-expert baseline.
+struct EngineCase {
+  const char* name;
+  std::size_t staging_bytes;
+  int workers;
+  bool baseline;
+};
+
+class CudaLoader : public ::testing::TestWithParam<EngineCase> {};
+
+TEST_P(CudaLoader, MatchesTheCpuPathBitForBit) {
+  const EngineCase ec = GetParam();
   ExpertLayerConfig global{"layer", 16, 256, 512, 1, 0, 1, 0, ExpertPlacement::kContiguous, true};
-  const std::string path = (fs::temp_directory_path() / "cuda_loader.safetensors").string();
+  const std::string path = (fs::temp_directory_path() / (std::string("cuda_loader_") + ec.name + ".safetensors")).string();
   std::vector<TensorToWrite> list;
   std::mt19937_64 rng(1);
   for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(global, DType::kUInt8)) {
@@ -28,8 +40,8 @@ TEST(CudaLoader, MatchesTheCpuPathBitForBit) {
   }
   write_safetensors(path, list, {});
   const Checkpoint ckpt = Checkpoint::open(path);
-  // A small staging buffer forces many chunks through every stream.
-  cuda::ExpertCopyEngine engine(std::size_t{1} << 16, 3);
+  cuda::ExpertCopyEngine engine(ec.staging_bytes, ec.workers);
+  const CopyEngine copy = ec.baseline ? CopyEngine(cuda::copy_blocks_one_call_each) : engine.as_copy_engine();
   for (auto [tp, tr, ep, er, placement] : std::vector<std::tuple<int, int, int, int, ExpertPlacement>>{
            {1, 0, 1, 0, ExpertPlacement::kContiguous}, {8, 5, 1, 0, ExpertPlacement::kContiguous},
            {2, 1, 4, 2, ExpertPlacement::kRoundRobin}, {4, 3, 2, 1, ExpertPlacement::kContiguous}}) {
@@ -49,7 +61,7 @@ TEST(CudaLoader, MatchesTheCpuPathBitForBit) {
       device_params[name] = ExpertParam{device.at(name).get(), spec.first, spec.second, Device::kCuda};
     }
     ConsolidatedExpertLoader(c, host_params).load(ckpt, "experts");
-    ConsolidatedExpertLoader(c, device_params, engine.as_copy_engine()).load(ckpt, "experts");
+    ConsolidatedExpertLoader(c, device_params, copy).load(ckpt, "experts");
     for (const auto& [name, want] : host) {
       std::vector<std::uint8_t> got(want.size());
       harness::check_cuda(cudaMemcpy(got.data(), device.at(name).get(), got.size(), cudaMemcpyDeviceToHost), "download");
@@ -58,6 +70,13 @@ TEST(CudaLoader, MatchesTheCpuPathBitForBit) {
   }
   fs::remove(path);
 }
+
+INSTANTIATE_TEST_SUITE_P(Engines, CudaLoader,
+                         ::testing::Values(EngineCase{"many_chunks", std::size_t{1} << 16, 3, false},
+                                           EngineCase{"row_wider_than_staging", 96, 2, false},
+                                           EngineCase{"default_engine", std::size_t{16} << 20, 8, false},
+                                           EngineCase{"per_expert_baseline", 1, 1, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace musespark
