@@ -137,6 +137,7 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   cuda::LaunchOptions lo;
   lo.enable_pdl = options.pdl;
+  lo.force_path = options.force_path;
   check(cuda::launch_routing(p, stream, lo), "launch");
   check(cudaStreamSynchronize(stream), "warm-up");
   Events ev;

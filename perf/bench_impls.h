@@ -14,6 +14,7 @@ struct BenchOptions {
   bool flush_l2 = false;   // rewrite a buffer twice the L2 size before each timed launch
   bool pdl = true;
   int graph_launches = 20; // launches captured in the CUDA graph that is replayed
+  int force_path = 0;      // cuda::LaunchOptions::force_path, for tuning the tier table
 };
 
 // Reports a cell that cannot run on this machine, in whichever way this

@@ -8,6 +8,8 @@
 //   --flush-l2        time single launches after an L2 flush (default: warm L2, graph replay)
 //   --no-pdl          launch without programmatic dependent launch
 //   --graph-launches=N  launches per replayed graph (default 20)
+//   --force-path=N    1 register path, 2 shared-memory path (tier-table tuning;
+//                     cells the forced path cannot run are reported as errors)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
 //   --norms=sigmoid,softmax --padding=none,half
 //                     any product of axes instead of a preset (unset axes
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
     else if (take_flag(argv[i], "--flush-l2", &v)) options.flush_l2 = true;
     else if (take_flag(argv[i], "--no-pdl", &v)) options.pdl = false;
     else if (take_flag(argv[i], "--graph-launches", &v)) options.graph_launches = std::stoi(v);
+    else if (take_flag(argv[i], "--force-path", &v)) options.force_path = std::stoi(v);
     else if (bool taken = false; [&] {
                for (const char* axis : {"tokens", "experts", "topk", "dtypes", "norms", "padding"})
                  if (take_flag(argv[i], (std::string("--") + axis).c_str(), &v)) axes[axis] = v, taken = true;
@@ -105,6 +108,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("l2", options.flush_l2 ? "flushed before each launch" : "warm (graph replay)");
   benchmark::AddCustomContext("pdl", options.pdl ? "on" : "off");
   benchmark::AddCustomContext("graph_launches", std::to_string(options.graph_launches));
+  benchmark::AddCustomContext("force_path", std::to_string(options.force_path));
 
   double copy_bw = 0;
   std::string cuda_why = "this build has no CUDA kernel";

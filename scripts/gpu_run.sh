@@ -14,6 +14,8 @@
 #   perf      routing_benchmark on PERF_PRESET (anchor), rendered against the anchor CSV
 #   ab        the same preset on the kernel of .baseline/ (scripts/make_baseline.sh
 #             COMMIT, carried) and this tree, interleaved, then `render_report.py compare`
+#   paths     the register and shared-memory paths forced on the same cells
+#             (PATHS_AXES), for tuning the tier table
 #   ncu       Nsight Compute on the cells of NCU_CELLS
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
 #
@@ -115,6 +117,27 @@ for step in "${steps[@]}"; do
           > "$LOGS/ab_compare_$round.log" 2>&1
         tail -6 "$LOGS/ab_compare_$round.log" | tee -a "$OUT/summary.log"
       done ;;
+    paths)
+      axes=${PATHS_AXES:---tokens=1,16,128,1024,4096 --experts=64,128,256,512 --topk=8 --dtypes=float32 --norms=sigmoid,softmax}
+      for path in 1 2; do
+        log "paths: --force-path=$path $axes"
+        $bench --impls=cuda $axes --force-path=$path --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+          --benchmark_out="$WORK/paths_$path.json" --benchmark_out_format=json > "$LOGS/paths_$path.log" 2>&1 || status=1
+      done
+      python3 - "$WORK/paths_1.json" "$WORK/paths_2.json" <<'PY' | tee -a "$OUT/summary.log"
+import json, sys
+def medians(path):
+    out = {}
+    for b in json.load(open(path))["benchmarks"]:
+        if b.get("aggregate_name") == "median":
+            out[b["run_name"].split("/force")[0]] = b["real_time"]
+    return out
+reg, shared = medians(sys.argv[1]), medians(sys.argv[2])
+print(f"{'cell':<90} {'register us':>12} {'shared us':>10}")
+for name in reg:
+    print(f"{name:<90} {reg[name]:>12.2f} {shared.get(name, float('nan')):>10.2f}")
+PY
+      ;;
     ncu)
       for cell in ${NCU_CELLS:-65536:64:8:float32 65536:256:8:float32 65536:256:8:bfloat16 1:256:8:float32}; do
         IFS=: read -r t e k d <<< "$cell"

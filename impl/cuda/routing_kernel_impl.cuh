@@ -15,23 +15,33 @@ namespace musespark::cuda {
 // ---------------------------------------------------------------------------
 struct BlockScratch {
   std::uint64_t warp_u64[kBlockThreads / 32];
+  std::uint64_t round_winner[2][kBlockThreads / 32];  // per warp, by round parity
   float warp_f32[kBlockThreads / 32];
   int warp_flag[kBlockThreads / 32];
   std::int32_t slot_id[kMaxTopK];
   float slot_score[kMaxTopK];
 };
 
-__device__ __forceinline__ std::uint64_t block_max_u64(std::uint64_t v, BlockScratch& sc) {
-  for (int off = 16; off > 0; off /= 2) {
-    const std::uint64_t o = __shfl_xor_sync(0xFFFFFFFFu, v, off);
-    v = o > v ? o : v;
-  }
+// The warp's largest 64-bit selection key by two 32-bit redux.sync: the high
+// half (score order) first, then the low half (inverted expert index) among
+// lanes that hold that high half. 0 (no key) loses to every key.
+__device__ __forceinline__ std::uint64_t warp_max_key(std::uint64_t v) {
+  const std::uint32_t hi = __reduce_max_sync(0xFFFFFFFFu, static_cast<std::uint32_t>(v >> 32));
+  const std::uint32_t lo_mine = static_cast<std::uint32_t>(v >> 32) == hi ? static_cast<std::uint32_t>(v) : 0u;
+  const std::uint32_t lo = __reduce_max_sync(0xFFFFFFFFu, lo_mine);
+  return (static_cast<std::uint64_t>(hi) << 32) | lo;
+}
+
+// Block-wide max of selection keys with one barrier: round j publishes the
+// warp winners in buffer j % 2, so a fast warp writing round j + 1 cannot
+// overwrite what a slow warp still reads for round j (round j + 1's barrier
+// lies between them).
+__device__ __forceinline__ std::uint64_t block_max_key(std::uint64_t v, BlockScratch& sc, int parity) {
+  v = warp_max_key(v);
+  const int lane = threadIdx.x % 32;
+  if (lane == 0) sc.round_winner[parity][threadIdx.x / 32] = v;
   __syncthreads();
-  if (threadIdx.x % 32 == 0) sc.warp_u64[threadIdx.x / 32] = v;
-  __syncthreads();
-  v = sc.warp_u64[0];
-  for (int w = 1; w < kBlockThreads / 32; ++w) v = sc.warp_u64[w] > v ? sc.warp_u64[w] : v;
-  return v;
+  return warp_max_key(lane < kBlockThreads / 32 ? sc.round_winner[parity][lane] : 0u);
 }
 
 __device__ __forceinline__ std::uint64_t block_sum_u64(std::uint64_t v, BlockScratch& sc) {
@@ -115,7 +125,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
     // Each thread caches the best of its own experts; only the round's
     // winner rescans, so a round costs one block reduction.
     for (int j = 0; j < p.topk; ++j) {
-      const std::uint64_t best = block_max_u64(my_best, sc);
+      const std::uint64_t best = block_max_key(my_best, sc, j & 1);
       const std::uint32_t expert = rm::key_expert(best);
       if (my_best == best) {
         key[expert] = 0;
@@ -195,10 +205,14 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
   return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
 }
 
-// The tier table: one row per register tier, the smallest that fits E wins.
-// (group lanes G, experts per lane P); E <= G * P. Eight experts per lane
-// keeps the per-row fixed cost (k rounds of group reductions) shared by
-// 32 / G rows of a warp for small E; E = 512 takes 16 per lane.
+// The tier table. A register tier is (group lanes G, experts per lane P),
+// E <= G * P. Few rows: one warp per row (G = 32), the shortest dependent
+// chain per row. Many rows: eight experts per lane, so 32 / G rows share a
+// warp and the per-row cost of the k rounds is paid once per warp; measured
+// on the H200 (docs/performance.md) this wins from E = 64 up once the grid
+// fills the GPU, and loses for E <= 32, where narrow groups idle the SMs.
+constexpr std::int64_t kManyRows = 4096;
+
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
@@ -206,11 +220,14 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t strea
   const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
   if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
   const bool vec = options.force_path != 3;
-  if (E <= 8) return launch_register_tier<T, 1, 8>(kp, stream, pdl, vec);
-  if (E <= 16) return launch_register_tier<T, 2, 8>(kp, stream, pdl, vec);
-  if (E <= 32) return launch_register_tier<T, 4, 8>(kp, stream, pdl, vec);
-  if (E <= 64) return launch_register_tier<T, 8, 8>(kp, stream, pdl, vec);
-  if (E <= 128) return launch_register_tier<T, 16, 8>(kp, stream, pdl, vec);
+  const bool many = kp.num_tokens >= kManyRows;
+  if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
+  if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
+  if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
+  if (E <= 64) return many ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
+                           : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
+  if (E <= 128) return many ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
+                            : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }

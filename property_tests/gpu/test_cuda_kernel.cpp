@@ -105,23 +105,26 @@ INSTANTIATE_TEST_SUITE_P(Kernel, CudaGrid, ::testing::ValuesIn(kernel_grid()),
 // ---- paths agree bit for bit ----------------------------------------------
 TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   SKIP_WITHOUT_GPU();
+  // 300 rows take the few-rows tiers, 4100 the many-rows tiers (kManyRows).
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
-    for (auto [norm, k_cap] : {std::pair{Normalization::kSigmoid, 8}, std::pair{Normalization::kSoftmax, 8},
-                               std::pair{Normalization::kSigmoid, 64}}) {
-      CaseConfig cfg;
-      cfg.experts = E;
-      cfg.topk = std::min<std::int64_t>(E, k_cap);
-      cfg.tokens = 300;
-      cfg.normalization = norm;
-      cfg.logits = harness::LogitsDistribution::kQuantized;
-      cfg.seed = E;
-      const RoutingCase c(cfg);
-      const RoutingOutput reg = harness::run_cuda_case(c, {.force_path = 1});
-      const RoutingOutput shared = harness::run_cuda_case(c, {.force_path = 2});
-      const RoutingOutput scalar = harness::run_cuda_case(c, {.force_path = 3});
-      const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(cfg.topk);
-      expect_bitwise_equal(reg, shared, "register vs shared, " + where);
-      expect_bitwise_equal(reg, scalar, "vector vs scalar loads, " + where);
+    for (std::int64_t tokens : {300, 4100}) {
+      for (auto [norm, k_cap] : {std::pair{Normalization::kSigmoid, 8}, std::pair{Normalization::kSoftmax, 8},
+                                 std::pair{Normalization::kSigmoid, 64}}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = std::min<std::int64_t>(E, k_cap);
+        cfg.tokens = tokens;
+        cfg.normalization = norm;
+        cfg.logits = harness::LogitsDistribution::kQuantized;
+        cfg.seed = E;
+        const RoutingCase c(cfg);
+        const RoutingOutput reg = harness::run_cuda_case(c, {.force_path = 1});
+        const RoutingOutput shared = harness::run_cuda_case(c, {.force_path = 2});
+        const RoutingOutput scalar = harness::run_cuda_case(c, {.force_path = 3});
+        const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(cfg.topk) + " T=" + std::to_string(tokens);
+        expect_bitwise_equal(reg, shared, "register vs shared, " + where);
+        expect_bitwise_equal(reg, scalar, "vector vs scalar loads, " + where);
+      }
     }
   }
 }
@@ -140,12 +143,11 @@ TEST(CudaKernel, OneLaneHoldingTheTopKRefillsItsCandidates) {
       CaseConfig cfg;
       cfg.experts = E;
       cfg.topk = k;
-      cfg.tokens = 96;
+      cfg.tokens = 4100;  // the many-rows tiers: narrow groups, eight experts per lane
       cfg.seed = E * 100 + k;
       RoutingCase c(cfg);
-      // Lane 0 of a G-lane group holds experts e with (e / V) % G == 0; for
-      // every tier V is 4 (fp32) and G = min(32, E / 8 rounded up to a power
-      // of two). The set below covers lane 0 for all of them: e % 128 < 4.
+      // Lane 0 of a G-lane group holds experts e with (e / V) % G == 0; V is
+      // 4 (fp32) and G <= 32, so e % 128 < 4 lies in lane 0 for every tier.
       for (std::int64_t t = 0; t < cfg.tokens; ++t)
         for (std::int64_t e = 0; e < E; ++e)
           if (e % 128 < 4) c.set_logit(t, e, t % 3 == 0 ? 4.0f : 3.0f + 0.01f * static_cast<float>((e * 7 + t) % 5));
