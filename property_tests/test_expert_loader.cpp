@@ -212,6 +212,19 @@ TEST(ExpertLoader, ErrorsNameTheProblemAndLeaveDestinationsUntouched) {
     ConsolidatedExpertLoader loader(c, p.params);
     expect_error([&] { loader.load(ckpt, kPrefix); }, "tensor 'model.layers.3.mlp.experts.w2_weight' for layers.3.mlp.experts.w2_weight: dtype U8, the parameter is BF16");
     EXPECT_TRUE(p.all_poison("w2_weight"));
+    // Copies are planned for the whole layer and handed to the engine at
+    // once; a bad tensor still lets every tensor before it land and stops
+    // every tensor after it: each destination is as it was before w2_weight.
+    bool before = true;
+    for (const Checkpoint::Entry& e : ckpt.entries()) {
+      const std::string name = e.view->name.substr(std::string(kPrefix).size() + 1);
+      if (name == "w2_weight") { before = false; continue; }
+      if (before)
+        EXPECT_TRUE(SameBytes(p.storage.at(name), expected_slice(c, name, src.tensors.at(name), p.params.at(name).shape)))
+            << name << " precedes the bad tensor";
+      else
+        EXPECT_TRUE(p.all_poison(name)) << name << " follows the bad tensor";
+    }
   }
   {  // Destination shaped for another configuration.
     Params p(c, DType::kUInt8);

@@ -16,6 +16,7 @@
 #             COMMIT, carried) and this tree, interleaved, then `render_report.py compare`
 #   paths     the register and shared-memory paths forced on the same cells
 #             (PATHS_AXES), for tuning the tier table
+#   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
 #
@@ -138,6 +139,12 @@ for name in reg:
     print(f"{name:<90} {reg[name]:>12.2f} {shared.get(name, float('nan')):>10.2f}")
 PY
       ;;
+    pdl)
+      for flag in "" --no-pdl; do
+        log "decode cells, PDL ${flag:-on}"
+        $bench --impls=cuda --tokens=1,128 --experts=8,64,256,512 --topk=8 $flag --benchmark_repetitions=3 \
+          --benchmark_report_aggregates_only=true 2>&1 | grep median | awk '{print $1, $2, $3}' | tee -a "$OUT/summary.log"
+      done ;;
     ncu)
       for cell in ${NCU_CELLS:-65536:64:8:float32 65536:256:8:float32 65536:256:8:bfloat16 1:256:8:float32}; do
         IFS=: read -r t e k d <<< "$cell"
@@ -155,14 +162,15 @@ PY
         --out "$ckpt" 2>&1 | tee -a "$OUT/summary.log"
       for tp in "1 0" "8 3"; do
         set -- $tp
-        for engine in staged per-expert; do
+        for engine in "staged --workers 8" "staged --workers 16" "per-expert"; do
           ./build/gpu/harness/musespark load "$ckpt" --prefix layer --experts 256 --hidden 4096 --intermediate 4096 --nvfp4 \
-            --tp-size $1 --tp-rank $2 --device cuda --engine $engine --repeat 3 2>&1 | tee -a "$LOGS/loader_cli.log" | tail -2 | tee -a "$OUT/summary.log"
+            --tp-size $1 --tp-rank $2 --device cuda --engine $engine --repeat 3 2>&1 | tee -a "$LOGS/loader_cli.log" \
+            | sed -n '1p;$p' | sed -E 's/w13_input_scale.*w2_weight_scale_2 //' | tee -a "$OUT/summary.log"
         done
       done
       log "loader_benchmark --device=cuda"
       build/gpu/perf/loader_benchmark --device=cuda --file="$ckpt" --experts=256 --hidden=4096 --intermediate=4096 --nvfp4 \
-        --iterations=${LOADER_ITERATIONS:-3} --benchmark_out="$OUT/${gpu_tag}_loader.json" --benchmark_out_format=json \
+        --iterations=${LOADER_ITERATIONS:-3} --workers=${LOADER_WORKERS:-8} --benchmark_out="$OUT/${gpu_tag}_loader.json" --benchmark_out_format=json \
         > "$LOGS/loader_benchmark.log" 2>&1 || status=1
       grep -E "^loader/" "$LOGS/loader_benchmark.log" | tee -a "$OUT/summary.log"
       rm -f "$ckpt" ;;

@@ -206,28 +206,27 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 }
 
 // The tier table. A register tier is (group lanes G, experts per lane P),
-// E <= G * P. Few rows: one warp per row (G = 32), the shortest dependent
-// chain per row. Many rows: eight experts per lane, so 32 / G rows share a
-// warp and the per-row cost of the k rounds is paid once per warp; measured
-// on the H200 (docs/performance.md) this wins from E = 64 up once the grid
-// fills the GPU, and loses for E <= 32, where narrow groups idle the SMs.
-constexpr std::int64_t kManyRows = 4096;
-
+// E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
+// dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
+// share a warp and the k rounds of group reductions are paid once per warp.
+// Where "many" starts was measured on the H200 (docs/performance.md): for
+// E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
+// 8192 rows and win at 65536, so from 32768.
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
   const int E = kp.num_experts;
+  const std::int64_t rows = kp.num_tokens;
   const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
   if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
   const bool vec = options.force_path != 3;
-  const bool many = kp.num_tokens >= kManyRows;
   if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
-  if (E <= 64) return many ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
-                           : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
-  if (E <= 128) return many ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
-                            : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
+  if (E <= 64) return rows >= 32768 ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
+                                    : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
+  if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
+                                    : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }

@@ -102,21 +102,41 @@ std::map<std::string, std::pair<DType, std::vector<std::int64_t>>> ConsolidatedE
 }
 
 std::vector<std::string> ConsolidatedExpertLoader::load(const Checkpoint& checkpoint, const std::string& prefix) {
+  // Every tensor is validated and planned before the copies go to the engine
+  // together, so the engine's workers stay busy across tensor boundaries
+  // (one drain per layer instead of one per tensor). A bad tensor first
+  // lets the planned copies of the tensors before it land, then throws:
+  // each destination ends as it was before that tensor.
   std::vector<std::string> loaded;
+  std::vector<BlockCopy> pending;
+  Device pending_device = Device::kCpu;
+  auto flush = [&] {
+    if (!pending.empty()) engine_(pending, pending_device);
+    pending.clear();
+  };
   const std::string lead = prefix.empty() ? "" : prefix + ".";
-  for (const Checkpoint::Entry& entry : checkpoint.entries()) {
-    const std::string& full = entry.view->name;
-    if (full.compare(0, lead.size(), lead) != 0) continue;
-    const std::string name = full.substr(lead.size());
-    if (!params_.count(name)) throw LoaderError(config_.layer_name + ": unexpected expert weight '" + name + "'");
-    if (!rule_for(name)) throw LoaderError(config_.layer_name + ": unsupported expert weight '" + name + "'");
-    load_one(entry, name);
-    loaded.push_back(name);
+  try {
+    for (const Checkpoint::Entry& entry : checkpoint.entries()) {
+      const std::string& full = entry.view->name;
+      if (full.compare(0, lead.size(), lead) != 0) continue;
+      const std::string name = full.substr(lead.size());
+      if (!params_.count(name)) throw LoaderError(config_.layer_name + ": unexpected expert weight '" + name + "'");
+      if (!rule_for(name)) throw LoaderError(config_.layer_name + ": unsupported expert weight '" + name + "'");
+      std::vector<BlockCopy> copies = plan_one(entry, name);
+      if (params_.at(name).device != pending_device) flush();
+      pending_device = params_.at(name).device;
+      pending.insert(pending.end(), copies.begin(), copies.end());
+      loaded.push_back(name);
+    }
+  } catch (const LoaderError&) {
+    flush();
+    throw;
   }
+  flush();
   return loaded;
 }
 
-void ConsolidatedExpertLoader::load_one(const Checkpoint::Entry& entry, const std::string& name) {
+std::vector<BlockCopy> ConsolidatedExpertLoader::plan_one(const Checkpoint::Entry& entry, const std::string& name) {
   const TensorView& src = *entry.view;
   const ExpertParam& dst = params_.at(name);
   const ParamRule& rule = *rule_for(name);
@@ -179,7 +199,7 @@ void ConsolidatedExpertLoader::load_one(const Checkpoint::Entry& entry, const st
                         static_cast<std::size_t>(outer)});
     }
   }
-  engine_(copies, dst.device);
+  return copies;
 }
 
 }  // namespace musespark

@@ -105,9 +105,11 @@ INSTANTIATE_TEST_SUITE_P(Kernel, CudaGrid, ::testing::ValuesIn(kernel_grid()),
 // ---- paths agree bit for bit ----------------------------------------------
 TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   SKIP_WITHOUT_GPU();
-  // 300 rows take the few-rows tiers, 4100 the many-rows tiers (kManyRows).
+  // 300 rows take the few-rows tiers; 4100 and 32800 the many-rows tiers
+  // (from 4096 rows at E = 128, from 32768 at E = 64).
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
-    for (std::int64_t tokens : {300, 4100}) {
+    for (std::int64_t tokens : {300, 4100, 32800}) {
+      if (tokens == 32800 && E != 64) continue;
       for (auto [norm, k_cap] : {std::pair{Normalization::kSigmoid, 8}, std::pair{Normalization::kSoftmax, 8},
                                  std::pair{Normalization::kSigmoid, 64}}) {
         CaseConfig cfg;
@@ -143,7 +145,7 @@ TEST(CudaKernel, OneLaneHoldingTheTopKRefillsItsCandidates) {
       CaseConfig cfg;
       cfg.experts = E;
       cfg.topk = k;
-      cfg.tokens = 4100;  // the many-rows tiers: narrow groups, eight experts per lane
+      cfg.tokens = E == 64 ? 32800 : 4100;  // the many-rows tiers: narrow groups, eight experts per lane
       cfg.seed = E * 100 + k;
       RoutingCase c(cfg);
       // Lane 0 of a G-lane group holds experts e with (e / V) % G == 0; V is

@@ -77,7 +77,9 @@ class ConsolidatedExpertLoader {
                                                                                            DType weight_dtype);
 
  private:
-  void load_one(const Checkpoint::Entry& entry, const std::string& param_name);
+  // Validates one checkpoint tensor against its parameter and returns its
+  // block copies over the local experts (nothing copied yet).
+  std::vector<BlockCopy> plan_one(const Checkpoint::Entry& entry, const std::string& param_name);
 
   ExpertLayerConfig config_;
   std::map<std::string, ExpertParam> params_;
