@@ -173,6 +173,11 @@ PY
         --iterations=${LOADER_ITERATIONS:-3} --workers=${LOADER_WORKERS:-8} --benchmark_out="$OUT/${gpu_tag}_loader.json" --benchmark_out_format=json \
         > "$LOGS/loader_benchmark.log" 2>&1 || status=1
       grep -E "^loader/" "$LOGS/loader_benchmark.log" | tee -a "$OUT/summary.log"
+      log "loader_benchmark --device=cuda --workers=16, warm cells"
+      build/gpu/perf/loader_benchmark --device=cuda --file="$ckpt" --experts=256 --hidden=4096 --intermediate=4096 --nvfp4 \
+        --iterations=${LOADER_ITERATIONS:-3} --workers=16 --benchmark_filter='staged.*warm' \
+        --benchmark_out="$OUT/${gpu_tag}_loader_16workers.json" --benchmark_out_format=json > "$LOGS/loader_benchmark_16.log" 2>&1 || status=1
+      grep -E "^loader/" "$LOGS/loader_benchmark_16.log" | tee -a "$OUT/summary.log"
       rm -f "$ckpt" ;;
     *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab ncu loader)"; exit 2 ;;
   esac
