@@ -38,7 +38,7 @@ struct Settings {
   bool nvfp4 = true;
   std::string path;
   std::string device = "cpu";
-  int workers = 8;
+  int workers = 16;
   int iterations = 5;
 };
 Settings g_settings;

@@ -92,7 +92,7 @@ int run_generate(const LayerArgs& a) {
 struct LoadOptions {
   std::string device = "cpu";
   std::string engine = "staged";
-  int workers = 8;
+  int workers = 16;
   std::size_t staging_mb = 16;
   int repeat = 1;
 };

@@ -18,7 +18,7 @@ namespace musespark::cuda {
 class ExpertCopyEngine {
  public:
   // staging_bytes: size of each of a worker's two pinned buffers.
-  explicit ExpertCopyEngine(std::size_t staging_bytes = std::size_t{16} << 20, int workers = 8);
+  explicit ExpertCopyEngine(std::size_t staging_bytes = std::size_t{16} << 20, int workers = 16);
   ~ExpertCopyEngine();
   ExpertCopyEngine(const ExpertCopyEngine&) = delete;
   ExpertCopyEngine& operator=(const ExpertCopyEngine&) = delete;

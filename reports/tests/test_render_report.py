@@ -70,15 +70,17 @@ class RenderTest(unittest.TestCase):
     def test_loader_runs_render_as_a_table_with_speedups(self):
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, "loader.json")
-            rows = [{"name": f"loader/impl:{i}/tp:8/cache:warm/device:cpu/iterations:5/manual_time", "run_type": "iteration",
+            rows = [{"name": f"loader/impl:{i}/tp:8/cache:warm/device:{dev}/iterations:5/manual_time", "run_type": "iteration",
                      "real_time": t, "time_unit": "ms", "GB_per_s": g}
-                    for i, t, g in (("block-copies", 4.0, 3.0), ("per-expert-rows", 12.0, 1.0))]
+                    for i, dev, t, g in (("block-copies", "cpu", 4.0, 3.0), ("per-expert-rows", "cpu", 12.0, 1.0),
+                                         ("staged-engine", "cuda", 1.0, 35.0), ("per-expert-memcpy2d", "cuda", 7.0, 5.0))]
             with open(p, "w") as f:
                 json.dump({"context": {"layer": "E=4"}, "benchmarks": rows}, f)
             r = call(p, "--out", os.path.join(d, "rep"))
             self.assertEqual(r.returncode, 0, r.stderr)
             md = open(os.path.join(d, "rep", "README.md")).read()
-            self.assertIn("| 8 | warm | cpu | 3.00x |", md)
+            self.assertIn("| block-copies | 8 | warm | cpu | 3.00x |", md)
+            self.assertIn("| staged-engine | 8 | warm | cuda | 7.00x |", md)
 
     def test_bad_names_are_clear_errors(self):
         with tempfile.TemporaryDirectory() as d:
