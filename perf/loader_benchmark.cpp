@@ -197,6 +197,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("layer", "E=" + std::to_string(g_settings.experts) + " H=" + std::to_string(g_settings.hidden) +
                                            " I=" + std::to_string(g_settings.intermediate) + (g_settings.nvfp4 ? " nvfp4" : " bf16"));
   benchmark::AddCustomContext("destination", g_settings.device);
+  benchmark::AddCustomContext("git_commit", MUSESPARK_GIT_COMMIT);
   if (g_settings.device == "cuda") benchmark::AddCustomContext("staging", std::to_string(g_settings.workers) + " workers x 2 x 16 MB pinned");
   for (bool fast : {true, false})
     for (std::int64_t tp : {1, 8})
