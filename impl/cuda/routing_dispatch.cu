@@ -1,5 +1,6 @@
 // The one dispatch point of the CUDA router: checks the range the kernels
 // support, resolves PDL against the device, and picks the dtype instantiation.
+#include <atomic>
 #include <sstream>
 
 #include "musespark/errors.h"
@@ -8,12 +9,23 @@
 namespace musespark::cuda {
 namespace {
 
+// Programmatic dependent launch needs sm_90+. The answer is cached per device
+// (decode launches are a few microseconds; an attribute query on each one
+// would be host time on the critical path).
 bool device_supports_pdl() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<signed char> cached[kMaxDevices] = {};  // 0 unknown, 1 yes, -1 no
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return false;
+  std::atomic<signed char>* slot = device >= 0 && device < kMaxDevices ? &cached[device] : nullptr;
+  if (slot != nullptr) {
+    const signed char known = slot->load(std::memory_order_relaxed);
+    if (known != 0) return known > 0;
+  }
   int major = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
     return false;
+  if (slot != nullptr) slot->store(major >= 9 ? 1 : -1, std::memory_order_relaxed);
   return major >= 9;
 }
 
