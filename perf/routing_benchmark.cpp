@@ -8,7 +8,7 @@
 //   --flush-l2        time single launches after an L2 flush (default: warm L2, graph replay)
 //   --no-pdl          launch without programmatic dependent launch
 //   --graph-launches=N  launches per replayed graph (default 20)
-//   --force-path=N    1 register path, 2 shared-memory path (tier-table tuning;
+//   --force-path=N    1 register path, 2 shared-memory path, 4 split-row path (tier-table tuning;
 //                     cells the forced path cannot run are reported as errors)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
 //   --norms=sigmoid,softmax --padding=none,half

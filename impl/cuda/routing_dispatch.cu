@@ -42,12 +42,12 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   if (p.num_experts > kSharedPathMaxExperts)
     fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
   if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
-  if (options.force_path < 0 || options.force_path > 3)
-    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2 or 3");
-  if (options.force_path == 1 || options.force_path == 3) {
+  if (options.force_path < 0 || options.force_path > 4)
+    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3 or 4");
+  if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4) {
     if (p.num_experts > kRegisterPathMaxExperts)
-      fail("the register path was forced but num_experts = ", p.num_experts, " > ",
-           kRegisterPathMaxExperts);
+      fail(options.force_path == 4 ? "the split-row path" : "the register path", " was forced but num_experts = ",
+           p.num_experts, " > ", kRegisterPathMaxExperts);
   }
   if (p.num_tokens == 0) return cudaSuccess;
 

@@ -1,9 +1,11 @@
 // The CUDA router kernel of SPEC section 1: parameters, tiers and launch.
 //
-// Two kernel shapes share the per-element arithmetic of routing_math.h:
+// Three kernel shapes share the per-element arithmetic of routing_math.h:
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
+//  * the split-row path (few rows, 128 < E <= 512): a block of E / 64 warps
+//    per row, each warp's top-k merged by one warp;
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
 //    per row, scores staged in shared memory, block-wide rounds.
 // Selection keys are unique and the softmax sum is fixed point, so which
@@ -50,7 +52,8 @@ struct LaunchOptions {
   bool enable_pdl = true;
   // Forces a path, for tests that prove the paths agree: 0 = automatic,
   // 1 = register path (E <= 512), 2 = shared-memory path, 3 = register path
-  // with scalar loads even when vector loads are possible.
+  // with scalar loads even when vector loads are possible, 4 = split-row
+  // path (E <= 512).
   int force_path = 0;
 };
 

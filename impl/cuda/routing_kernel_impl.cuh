@@ -7,6 +7,7 @@
 
 #include "routing_kernel_common.cuh"
 #include "routing_register_path.cuh"
+#include "routing_split_row_path.cuh"
 
 namespace musespark::cuda {
 
@@ -150,10 +151,10 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
 // ---------------------------------------------------------------------------
 template <typename Kernel>
 cudaError_t launch_kernel(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream,
-                          bool pdl, const KernelParams& kp) {
+                          bool pdl, const KernelParams& kp, unsigned threads = kBlockThreads) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(kBlockThreads);
+  cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
   cudaLaunchAttribute attr[1];
@@ -184,6 +185,27 @@ cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bo
   return launch_kernel(route_register_kernel<T, G, P, 1>, blocks, 0, stream, pdl, kp);
 }
 
+// Split-row path: W warps per row, 64 experts per warp (E <= 64 * W).
+template <typename T, int W>
+cudaError_t launch_split_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  constexpr int kVec = 2;  // two experts per lane
+  const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
+  const bool vector_ok = kp.logits_col_stride == 1 && kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
+                         (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+  const unsigned blocks = grid_for(kp.num_tokens);
+  if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(route_split_row_kernel<T, W, 1>, blocks, 0, stream, pdl, kp, 32 * W);
+}
+
+template <typename T>
+cudaError_t launch_split_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const int E = kp.num_experts;
+  if (E <= 64) return launch_split_row_tier<T, 1>(kp, stream, pdl);
+  if (E <= 128) return launch_split_row_tier<T, 2>(kp, stream, pdl);
+  if (E <= 256) return launch_split_row_tier<T, 4>(kp, stream, pdl);
+  return launch_split_row_tier<T, 8>(kp, stream, pdl);
+}
+
 // Dynamic shared memory beyond the 48 KB default needs an opt-in per kernel
 // and device; the largest size granted so far is remembered per device so the
 // attribute call is made once, not per launch.
@@ -205,6 +227,10 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
   return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
 }
 
+// Up to this many rows, E in (128, 512] takes the split-row path: a block of
+// E / 64 warps per row shortens the dependent chain that bounds decode.
+constexpr std::int64_t kSplitRowMaxRows = 1024;
+
 // The tier table. A register tier is (group lanes G, experts per lane P),
 // E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
 // dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
@@ -217,6 +243,9 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t strea
                                       const LaunchOptions& options, bool pdl) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
+  if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
+                                  rows <= kSplitRowMaxRows))
+    return launch_split_row<T>(kp, stream, pdl);
   const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
   if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
   const bool vec = options.force_path != 3;

@@ -105,8 +105,9 @@ INSTANTIATE_TEST_SUITE_P(Kernel, CudaGrid, ::testing::ValuesIn(kernel_grid()),
 // ---- paths agree bit for bit ----------------------------------------------
 TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   SKIP_WITHOUT_GPU();
-  // 300 rows take the few-rows tiers; 4100 and 32800 the many-rows tiers
-  // (from 4096 rows at E = 128, from 32768 at E = 64).
+  // 300 rows take the few-rows tiers (the split-row path by default for
+  // E in (128, 512]); 4100 and 32800 the many-rows tiers (from 4096 rows at
+  // E = 128, from 32768 at E = 64). Each path is also forced on every shape.
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
     for (std::int64_t tokens : {300, 4100, 32800}) {
       if (tokens == 32800 && E != 64) continue;
@@ -123,9 +124,11 @@ TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
         const RoutingOutput reg = harness::run_cuda_case(c, {.force_path = 1});
         const RoutingOutput shared = harness::run_cuda_case(c, {.force_path = 2});
         const RoutingOutput scalar = harness::run_cuda_case(c, {.force_path = 3});
+        const RoutingOutput split = harness::run_cuda_case(c, {.force_path = 4});
         const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(cfg.topk) + " T=" + std::to_string(tokens);
         expect_bitwise_equal(reg, shared, "register vs shared, " + where);
         expect_bitwise_equal(reg, scalar, "vector vs scalar loads, " + where);
+        expect_bitwise_equal(reg, split, "register vs split-row, " + where);
       }
     }
   }
@@ -157,6 +160,8 @@ TEST(CudaKernel, OneLaneHoldingTheTopKRefillsItsCandidates) {
       EXPECT_TRUE(testing::Passes(harness::compare_output(c, reg))) << "E=" << E << " k=" << k;
       expect_bitwise_equal(reg, harness::run_cuda_case(c, {.force_path = 2}),
                            "register vs shared, E=" + std::to_string(E) + " k=" + std::to_string(k));
+      expect_bitwise_equal(reg, harness::run_cuda_case(c, {.force_path = 4}),
+                           "register vs split-row, E=" + std::to_string(E) + " k=" + std::to_string(k));
     }
   }
 }
@@ -293,8 +298,8 @@ TEST(CudaKernel, RowOffsetsBeyond2To31Elements) {
 TEST(Sanitizer, RepresentativeSubset) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {7, 64, 256, 512, 1000}) {
-    for (int path : {0, 2}) {
-      if (path == 2 && E > 512) continue;
+    for (int path : {0, 2, 4}) {
+      if (path != 0 && E > 512) continue;
       CaseConfig cfg;
       cfg.experts = E;
       cfg.topk = std::min<std::int64_t>(E, 8);

@@ -1,0 +1,182 @@
+// Split-row path of the router kernel, for few rows and E in (128, 512]:
+// one block of W warps owns a row, warp w the experts [64 w, 64 (w + 1)),
+// two per lane. A lone warp per row (the register path) runs about a
+// thousand dependent instructions at E = 256 and that chain, not memory,
+// is the decode latency; here each warp's chain covers 64 experts.
+//
+// Each warp selects its slice's top-k with the register path's rounds and
+// writes them, in key order, to shared memory; warp 0 then merges the W
+// sorted lists (lane w holds the head of list w; a round is the same
+// group-wide max / min-index pair). Softmax takes the row maximum and the
+// fixed-point sum across warps through shared memory. Keys are unique and
+// the sum is fixed point, so the result equals the other paths bit for bit.
+#pragma once
+
+#include "routing_register_path.cuh"
+
+namespace musespark::cuda {
+
+constexpr int kSplitRowExpertsPerWarp = 64;
+
+template <typename T, int W, int V>
+__global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelParams p) {
+  constexpr int P = kSplitRowExpertsPerWarp / 32;  // experts per lane
+  constexpr int M = P;                             // the lane's list holds all of them: no refills
+  constexpr int S = kSplitRowExpertsPerWarp;
+  constexpr int kMaxK = W * S < kMaxTopK ? W * S : kMaxTopK;
+  constexpr int kSlotsPerLane = (kMaxK + 31) / 32;
+  static_assert(P % V == 0 && M == P, "split-row shape");
+  __shared__ std::uint32_t cand_ord[W][kMaxK];  // each warp's top-k, key order; 0 ends a list
+  __shared__ std::uint32_t cand_expert[W][kMaxK];
+  __shared__ float cand_score[W][kMaxK];
+  __shared__ float warp_max[W];
+  __shared__ std::uint64_t warp_sum[W];
+  __shared__ std::uint32_t warp_nan[W];
+
+  pdl_wait();
+  pdl_launch_dependents();  // see the register path
+
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int E = p.num_experts;
+  auto expert_of = [lane, warp](int i) { return warp * S + ((i / V) * 32 + lane) * V + i % V; };
+
+  for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row_is_padded(p, row)) {  // the whole block takes this branch
+      for (int j = threadIdx.x; j < p.topk; j += 32 * W) store_slot(p, row, j, 0.0f, -1);
+      continue;
+    }
+
+    // ---- scores (as in the register path) ----------------------------------
+    float s[P];
+    float b[P];
+    bool valid[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      valid[i] = expert_of(i) < E;
+      b[i] = valid[i] ? p.bias[expert_of(i)] : 0.0f;
+    }
+    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+#pragma unroll
+    for (int c = 0; c < P / V; ++c) {
+      const int e0 = warp * S + (c * 32 + lane) * V;
+      if constexpr (V > 1) {
+        if (valid[c * V]) {  // E % V == 0 on this path
+          const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(row_ptr + e0);
+#pragma unroll
+          for (int v = 0; v < V; ++v) s[c * V + v] = LogitTraits<T>::widen(vec.v[v]);
+        }
+      } else {
+        if (valid[c]) s[c] = LogitTraits<T>::widen(row_ptr[e0 * p.logits_col_stride]);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < P; ++i) s[i] = valid[i] ? apply_multiplier(p, s[i]) : 0.0f;
+
+    if (!p.softmax) {
+#pragma unroll
+      for (int i = 0; i < P; ++i) s[i] = rm::sigmoid(s[i]);
+    } else {
+      float mx = -INFINITY;
+      std::uint32_t any_nan = 0;
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        if (!valid[i]) continue;
+        any_nan |= isnan(s[i]) ? 1u : 0u;
+        mx = fmaxf(mx, s[i]);  // fmaxf drops NaN operands; the maximum is exact in any order
+      }
+      mx = group_max_f32<32>(mx);
+      if (lane == 0) warp_max[warp] = mx;
+      __syncthreads();
+#pragma unroll
+      for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]);
+      std::uint64_t fixed = 0;
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        if (!valid[i]) continue;
+        s[i] = rm::exp_f32(s[i] - mx);
+        if (isnan(s[i])) any_nan = 1u;
+        else fixed += rm::softmax_term_fixed(s[i]);
+      }
+      fixed = group_sum_u64<32>(fixed);
+      any_nan = group_max_u32<32>(any_nan);
+      if (lane == 0) warp_sum[warp] = fixed, warp_nan[warp] = any_nan;
+      __syncthreads();
+      fixed = 0;
+#pragma unroll
+      for (int w = 0; w < W; ++w) fixed += warp_sum[w], any_nan |= warp_nan[w];
+      const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
+#pragma unroll
+      for (int i = 0; i < P; ++i) s[i] = s[i] / sum;
+    }
+
+    // ---- each warp: its slice's top-k, in key order, to shared memory -------
+    std::uint32_t top_ord[M], top_expert[M];
+    float top_score[M];
+#pragma unroll
+    for (int m = 0; m < M; ++m) top_ord[m] = 0, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const std::uint32_t o = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
+      insert_candidate<M>(top_ord, top_expert, top_score, o, static_cast<std::uint32_t>(expert_of(i)), s[i]);
+    }
+    for (int j = 0; j < p.topk; ++j) {
+      const std::uint32_t best = group_max_u32<32>(top_ord[0]);
+      const std::uint32_t mine = top_ord[0] == best ? top_expert[0] : 0xFFFFFFFFu;
+      const std::uint32_t expert = group_min_u32<32>(mine);
+      const int owner_lane = static_cast<int>(((expert - static_cast<std::uint32_t>(warp * S)) / V) % 32);
+      const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], owner_lane);
+      if (best != 0 && mine == expert) {
+#pragma unroll
+        for (int m = 0; m + 1 < M; ++m)
+          top_ord[m] = top_ord[m + 1], top_expert[m] = top_expert[m + 1], top_score[m] = top_score[m + 1];
+        top_ord[M - 1] = 0, top_expert[M - 1] = 0xFFFFFFFFu;
+      }
+      if (lane == 0) cand_ord[warp][j] = best, cand_expert[warp][j] = expert, cand_score[warp][j] = score;
+    }
+    __syncthreads();
+
+    // ---- warp 0: merge the W sorted lists -----------------------------------
+    if (warp == 0) {
+      int head = 0;
+      auto read_head = [&](std::uint32_t& o, std::uint32_t& e, float& sc) {
+        const bool have = lane < W && head < p.topk;
+        o = have ? cand_ord[lane < W ? lane : 0][have ? head : 0] : 0u;
+        e = have ? cand_expert[lane < W ? lane : 0][have ? head : 0] : 0xFFFFFFFFu;
+        sc = have ? cand_score[lane < W ? lane : 0][have ? head : 0] : 0.0f;
+      };
+      std::uint32_t h_ord, h_expert;
+      float h_score;
+      read_head(h_ord, h_expert, h_score);
+      float selected_sum = 0.0f;
+      std::int32_t slot_id[kSlotsPerLane] = {};
+      float slot_score[kSlotsPerLane] = {};
+#pragma unroll
+      for (int c = 0; c < kSlotsPerLane; ++c) {
+        for (int l = 0; l < 32; ++l) {
+          const int j = c * 32 + l;  // warp-uniform
+          if (j >= p.topk) break;
+          const std::uint32_t best = group_max_u32<32>(h_ord);
+          const std::uint32_t mine = h_ord == best ? h_expert : 0xFFFFFFFFu;
+          const std::uint32_t expert = group_min_u32<32>(mine);
+          const float score = __shfl_sync(0xFFFFFFFFu, h_score, static_cast<int>((expert / S) % 32));
+          if (best != 0 && mine == expert) {
+            ++head;
+            read_head(h_ord, h_expert, h_score);
+          }
+          selected_sum += score;
+          if (lane == l) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
+        }
+      }
+      const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);
+#pragma unroll
+      for (int c = 0; c < kSlotsPerLane; ++c) {
+        const int j = c * 32 + lane;
+        if (j < p.topk) store_slot(p, row, j, slot_score[c] * scale, slot_id[c]);
+      }
+    }
+    __syncthreads();  // the candidate lists and reductions are reused by the next row
+  }
+}
+
+}  // namespace musespark::cuda
