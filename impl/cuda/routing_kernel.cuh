@@ -4,7 +4,7 @@
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
-//  * the split-row path (few rows, 128 < E <= 512): a block of E / 64 warps
+//  * the split-row path (T <= 128, 128 < E <= 512): a block of E / 64 warps
 //    per row, each warp's top-k merged by one warp;
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
 //    per row, scores staged in shared memory, block-wide rounds.

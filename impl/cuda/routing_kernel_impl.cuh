@@ -228,8 +228,10 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 }
 
 // Up to this many rows, E in (128, 512] takes the split-row path: a block of
-// E / 64 warps per row shortens the dependent chain that bounds decode.
-constexpr std::int64_t kSplitRowMaxRows = 1024;
+// E / 64 warps per row shortens the dependent chain that bounds decode. On
+// the H200 it took 0.56-0.80x the register path's time at T <= 128 and
+// 1.12-1.18x at T = 1024 (docs/performance.md).
+constexpr std::int64_t kSplitRowMaxRows = 128;
 
 // The tier table. A register tier is (group lanes G, experts per lane P),
 // E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
