@@ -66,15 +66,29 @@ std::vector<std::string> load_expert_layer(const ExpertLayerConfig& config, std:
                                            const std::string& checkpoint_path, const std::string& prefix) {
   std::map<std::string, ExpertParam> views;
   bool any_cuda = false;
+  int cuda_index = -1;  // the one CUDA device every CUDA parameter must be on
   for (auto& [name, t] : params) {
     if (!t.is_contiguous()) throw LoaderError(config.layer_name + ": parameter '" + name + "' is not contiguous");
     if (!t.is_cpu() && !t.is_cuda()) throw LoaderError(config.layer_name + ": parameter '" + name + "' is on " + t.device().str());
+    if (t.is_cuda() && cuda_index >= 0 && t.get_device() != cuda_index)
+      throw LoaderError(config.layer_name + ": parameter '" + name + "' is on " + t.device().str() +
+                        ", another parameter on cuda:" + std::to_string(cuda_index) + "; a layer loads to one device");
+    if (t.is_cuda()) cuda_index = t.get_device();
     any_cuda |= t.is_cuda();
     views[name] = ExpertParam{t.data_ptr(), core_dtype(name, t), t.sizes().vec(), t.is_cuda() ? Device::kCuda : Device::kCpu};
   }
   const Checkpoint checkpoint = Checkpoint::open(checkpoint_path);
   if (!any_cuda) return ConsolidatedExpertLoader(config, views).load(checkpoint, prefix);
 #ifdef MUSESPARK_TORCH_CUDA
+  // The engine copies to the current device: make it the parameters' one for
+  // the call, and give the caller's back after.
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(cuda_index) != cudaSuccess)
+    throw LoaderError(config.layer_name + ": cannot select cuda:" + std::to_string(cuda_index));
+  struct Restore {
+    int device;
+    ~Restore() { cudaSetDevice(device); }
+  } restore{previous};
   cuda::ExpertCopyEngine engine;
   return ConsolidatedExpertLoader(config, views, engine.as_copy_engine()).load(checkpoint, prefix);
 #else
