@@ -54,22 +54,6 @@ RoutingOutput biased_weights(const RoutingCase& c) {
   return out;
 }
 
-RoutingOutput ties_to_higher_index(const RoutingCase& c) {
-  // Route the experts in reverse order, then map the ids back.
-  const std::int64_t E = c.config().experts;
-  RoutingCase reversed(c.config());
-  for (std::int64_t t = 0; t < c.config().tokens; ++t)
-    for (std::int64_t e = 0; e < E; ++e) reversed.set_logit(t, e, c.logit(t, E - 1 - e));
-  for (std::int64_t e = 0; e < E; ++e) reversed.set_bias(e, c.bias()[E - 1 - e]);
-  RoutingOutput out = cpu(reversed);
-  for (std::int64_t t = 0; t < c.config().tokens; ++t)
-    for (std::int64_t j = 0; j < c.config().topk; ++j) {
-      std::int64_t& id = out.ids[t * c.dest_cols() + j];
-      if (id >= 0) id = E - 1 - id;
-    }
-  return out;
-}
-
 RoutingOutput write_past_k(const RoutingCase& c) {
   RoutingOutput out = cpu(c);
   if (c.config().tokens > 0 && c.dest_cols() > c.config().topk) out.weights[c.config().topk] = 0.0f;
@@ -98,6 +82,24 @@ RoutingOutput batch_dependent(const RoutingCase& c) {
 }
 
 }  // namespace
+
+RoutingOutput ties_to_higher_index(const RoutingCase& c) {
+  const std::int64_t E = c.config().experts;
+  RoutingCase reversed(c.config());
+  for (std::int64_t t = 0; t < c.config().tokens; ++t)
+    for (std::int64_t e = 0; e < E; ++e) reversed.set_logit(t, e, c.logit(t, E - 1 - e));
+  for (std::int64_t e = 0; e < E; ++e) reversed.set_bias(e, c.bias()[E - 1 - e]);
+  const RoutingParams in = c.host_params();
+  if (in.is_padding)
+    for (std::int64_t t = 0; t < c.config().tokens; ++t) reversed.set_padded(t, in.is_padding[t * in.padding_stride]);
+  RoutingOutput out = cpu(reversed);
+  for (std::int64_t t = 0; t < c.config().tokens; ++t)
+    for (std::int64_t j = 0; j < c.config().topk; ++j) {
+      std::int64_t& id = out.ids[t * c.dest_cols() + j];
+      if (id >= 0 && id < E) id = E - 1 - id;
+    }
+  return out;
+}
 
 std::vector<Runner> broken_runners() {
   return {

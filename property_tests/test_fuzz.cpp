@@ -7,6 +7,7 @@
 #include <random>
 
 #include "harness/case_file.h"
+#include "broken_implementations.h"
 #include "harness/fuzz.h"
 #include "test_support.h"
 
@@ -15,26 +16,14 @@ namespace {
 
 using namespace harness;
 
-// Breaks exact ties toward the higher index (routes the experts reversed).
+// The broken implementation of property_tests (ties toward the higher
+// index), as a registry entry the fuzzer can judge.
 class TiesToHigherIndex final : public Implementation {
  public:
   std::string name() const override { return "ties-to-higher"; }
   std::string description() const override { return "broken on purpose"; }
   std::string unavailable_reason() const override { return {}; }
-  RoutingOutput run(const RoutingCase& c) const override {
-    const std::int64_t E = c.config().experts;
-    RoutingCase reversed(c.config());
-    for (std::int64_t t = 0; t < c.config().tokens; ++t)
-      for (std::int64_t e = 0; e < E; ++e) reversed.set_logit(t, e, c.logit(t, E - 1 - e));
-    for (std::int64_t e = 0; e < E; ++e) reversed.set_bias(e, c.bias()[E - 1 - e]);
-    const RoutingParams in = c.host_params();
-    if (in.is_padding)
-      for (std::int64_t t = 0; t < c.config().tokens; ++t) reversed.set_padded(t, in.is_padding[t * in.padding_stride]);
-    RoutingOutput out = make_cpu_implementation()->run(reversed);
-    for (std::int64_t& id : out.ids)
-      if (id >= 0 && id < E) id = E - 1 - id;
-    return out;
-  }
+  RoutingOutput run(const RoutingCase& c) const override { return properties::ties_to_higher_index(c); }
 };
 
 TEST(Fuzz, FindsShrinksAndReplaysABrokenImplementation) {
