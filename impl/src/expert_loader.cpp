@@ -83,6 +83,11 @@ std::map<std::string, std::pair<DType, std::vector<std::int64_t>>> ConsolidatedE
     const ExpertLayerConfig& c, DType weight_dtype) {
   std::int64_t local = 0;
   for (std::int32_t l : expert_map(c.num_experts, c.ep_size, c.ep_rank, c.placement)) local += l >= 0 ? 1 : 0;
+  return expected_params_for(c, weight_dtype, local);
+}
+
+std::map<std::string, std::pair<DType, std::vector<std::int64_t>>> ConsolidatedExpertLoader::expected_params_for(
+    const ExpertLayerConfig& c, DType weight_dtype, std::int64_t local) {
   const std::int64_t i_tp = c.intermediate_size / c.tp_size, H = c.hidden_size;
   std::map<std::string, std::pair<DType, std::vector<std::int64_t>>> out;
   if (!c.nvfp4) {
@@ -160,7 +165,7 @@ std::vector<BlockCopy> ConsolidatedExpertLoader::plan_one(const Checkpoint::Entr
   }
   if (rule.halves == 2 && dst.shape[tp_dim] % 2 != 0)
     fail("parameter shape " + shape_text(dst.shape) + " cannot hold gate and up halves along dim " + std::to_string(tp_dim));
-  const auto expected = expected_params(config_, dst.dtype);
+  const auto expected = expected_params_for(config_, dst.dtype, num_local_);
   if (const auto it = expected.find(name); it != expected.end() && it->second.second != dst.shape)
     fail("parameter shape " + shape_text(dst.shape) + " disagrees with the layer configuration, which needs " +
          shape_text(it->second.second));

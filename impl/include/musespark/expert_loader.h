@@ -77,6 +77,10 @@ class ConsolidatedExpertLoader {
                                                                                            DType weight_dtype);
 
  private:
+  // expected_params with the local expert count already known.
+  static std::map<std::string, std::pair<DType, std::vector<std::int64_t>>> expected_params_for(
+      const ExpertLayerConfig& c, DType weight_dtype, std::int64_t local_experts);
+
   // Validates one checkpoint tensor against its parameter and returns its
   // block copies over the local experts (nothing copied yet).
   std::vector<BlockCopy> plan_one(const Checkpoint::Entry& entry, const std::string& param_name);
