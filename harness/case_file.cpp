@@ -105,7 +105,7 @@ std::vector<RoutingCase> load_cases(const std::string& path) {
     } catch (const std::exception& e) {
       throw SafetensorsError(path + ": " + prefix(i) + " configuration: " + e.what());
     }
-    RoutingCase rc(c);
+    RoutingCase rc = RoutingCase::blank(c);
     const TensorView& g = f.at(prefix(i) + "/gating_output");
     if (g.dtype != c.logits_dtype || g.shape != std::vector<std::int64_t>{c.tokens, c.experts})
       throw SafetensorsError(path + ": " + g.name + " does not match its configuration (" + describe(c) + ")");

@@ -11,7 +11,7 @@ namespace {
 // the same inputs for the rows listed.
 RoutingCase rebuild(const RoutingCase& c, CaseConfig cfg, const std::vector<std::int64_t>& rows) {
   cfg.tokens = static_cast<std::int64_t>(rows.size());
-  RoutingCase out(cfg);
+  RoutingCase out = RoutingCase::blank(cfg);
   const RoutingParams in = c.host_params();
   for (std::size_t r = 0; r < rows.size(); ++r) {
     for (std::int64_t e = 0; e < cfg.experts; ++e) out.set_logit(static_cast<std::int64_t>(r), e, c.logit(rows[r], e));

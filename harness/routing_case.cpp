@@ -70,7 +70,9 @@ std::string describe(const CaseConfig& c) {
   return os.str();
 }
 
-RoutingCase::RoutingCase(CaseConfig config) : config_(config) {
+RoutingCase RoutingCase::blank(CaseConfig config) { return RoutingCase(config, BlankTag{}); }
+
+RoutingCase::RoutingCase(CaseConfig config, BlankTag) : config_(config) {
   const std::int64_t T = config_.tokens, E = config_.experts;
   std::int64_t elements = 0;
   switch (config_.layout) {
@@ -85,15 +87,20 @@ RoutingCase::RoutingCase(CaseConfig config) : config_(config) {
       break;
   }
   logits_.assign(static_cast<std::size_t>(elements) * dtype_size(config_.logits_dtype), 0);
-
-  std::mt19937_64 rng(config_.seed * 0x9E3779B97F4A7C15ull + 0x1234567ull);
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-
   // The gaps of a strided layout hold NaN: reading them is a visible bug.
   if (config_.layout == LogitsLayout::kColumnStrided)
     for (std::int64_t i = 1; i < elements; i += 2)
       write_element(i, std::numeric_limits<float>::quiet_NaN());
+  bias_.assign(static_cast<std::size_t>(E), 0.0f);
+  if (config_.padding != PaddingMode::kNone)
+    padding_.assign(static_cast<std::size_t>(T * config_.padding_stride), 0);
+}
+
+RoutingCase::RoutingCase(CaseConfig config) : RoutingCase(config, BlankTag{}) {
+  const std::int64_t T = config_.tokens, E = config_.experts;
+  std::mt19937_64 rng(config_.seed * 0x9E3779B97F4A7C15ull + 0x1234567ull);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
 
   for (std::int64_t t = 0; t < T; ++t) {
     const double row_value = normal(rng);
@@ -121,7 +128,6 @@ RoutingCase::RoutingCase(CaseConfig config) : config_(config) {
     }
   }
 
-  bias_.resize(static_cast<std::size_t>(E));
   for (std::int64_t e = 0; e < E; ++e) {
     double b = 0.0;
     switch (config_.bias) {
@@ -135,11 +141,9 @@ RoutingCase::RoutingCase(CaseConfig config) : config_(config) {
     bias_[e] = static_cast<float>(b);
   }
 
-  if (config_.padding != PaddingMode::kNone) {
-    padding_.assign(static_cast<std::size_t>(T * config_.padding_stride), 0);
+  if (config_.padding != PaddingMode::kNone)
     for (std::int64_t t = 0; t < T; ++t)
       set_padded(t, config_.padding == PaddingMode::kAll || unit(rng) < 0.25);
-  }
 }
 
 void RoutingCase::write_element(std::int64_t i, float value) {

@@ -72,7 +72,13 @@ struct RoutingOutput {
 
 class RoutingCase {
  public:
+  // Inputs drawn from the configuration's distributions and seed.
   explicit RoutingCase(CaseConfig config);
+
+  // The configuration's layout with zero logits, zero bias and no padded
+  // row (the gaps of a strided layout still hold NaN), for cases whose
+  // inputs are all written afterwards: loaded, shrunk or hand-made.
+  static RoutingCase blank(CaseConfig config);
 
   const CaseConfig& config() const { return config_; }
 
@@ -96,6 +102,8 @@ class RoutingCase {
   void set_padded(std::int64_t t, bool padded);
 
  private:
+  struct BlankTag {};
+  RoutingCase(CaseConfig config, BlankTag);
   void write_element(std::int64_t index, float value);
 
   CaseConfig config_;

@@ -85,7 +85,7 @@ RoutingOutput batch_dependent(const RoutingCase& c) {
 
 RoutingOutput ties_to_higher_index(const RoutingCase& c) {
   const std::int64_t E = c.config().experts;
-  RoutingCase reversed(c.config());
+  RoutingCase reversed = RoutingCase::blank(c.config());
   for (std::int64_t t = 0; t < c.config().tokens; ++t)
     for (std::int64_t e = 0; e < E; ++e) reversed.set_logit(t, e, c.logit(t, E - 1 - e));
   for (std::int64_t e = 0; e < E; ++e) reversed.set_bias(e, c.bias()[E - 1 - e]);
