@@ -4,4 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
-ctest --preset cpu "$@"
+status=0
+ctest --preset cpu "$@" || status=$?
+# ctest lists skipped tests without their output: print why the GPU tests skipped.
+log=build/cpu/Testing/Temporary/LastTest.log
+if [ -f "$log" ] && grep -q "MUSESPARK_GPU_TESTS_SKIPPED" "$log"; then
+  echo "GPU tests skipped here, reason:"
+  grep -h "^MUSESPARK_GPU_TESTS_SKIPPED" "$log" | sort -u | sed 's/^/  /'
+fi
+exit $status
