@@ -21,6 +21,8 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "musespark/expert_loader.h"
 #ifdef MUSESPARK_HAVE_CUDA
@@ -42,6 +44,7 @@ struct Settings {
   int iterations = 5;
 };
 Settings g_settings;
+double g_link_pinned_bytes_per_s = 0;  // measured at start-up with --device=cuda
 
 void write_layer(const Settings& s) {
   ExpertLayerConfig c{"bench", s.experts, s.hidden, s.intermediate, 1, 0, 1, 0, ExpertPlacement::kContiguous, s.nvfp4};
@@ -152,7 +155,43 @@ void run(benchmark::State& state, bool fast, std::int64_t tp, bool cold) {
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
   state.counters["GB_per_s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["bytes_per_load"] = bytes;
+  // Share of the pinned host-to-device rate measured at start-up (CUDA only).
+  if (g_link_pinned_bytes_per_s > 0 && state.iterations() > 0)
+    state.counters["pct_of_pinned_h2d"] = benchmark::Counter(100.0 * bytes / g_link_pinned_bytes_per_s,
+                                                              benchmark::Counter::kIsIterationInvariantRate);
 }
+
+#ifdef MUSESPARK_HAVE_CUDA
+// The link's own rates, for the loader's share of them: 1 GiB host to device
+// from pinned and from pageable memory, best of 5 after a warm-up copy.
+// Returns {pinned, pageable} in bytes per second, or {0, 0} when a CUDA call
+// fails (the context then says so).
+std::pair<double, double> measure_host_to_device() {
+  const std::size_t bytes = std::size_t{1} << 30;
+  void *pinned = nullptr, *device = nullptr;
+  std::vector<std::uint8_t> pageable(bytes, 1);
+  if (cudaMallocHost(&pinned, bytes) != cudaSuccess) return {0, 0};
+  if (cudaMalloc(&device, bytes) != cudaSuccess) {
+    cudaFreeHost(pinned);
+    return {0, 0};
+  }
+  std::memset(pinned, 1, bytes);
+  auto best_of = [&](const void* src) {
+    double best = 1e30;
+    for (int i = 0; i < 6; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (cudaMemcpy(device, src, bytes, cudaMemcpyHostToDevice) != cudaSuccess) return 0.0;
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (i > 0) best = std::min(best, sec);
+    }
+    return static_cast<double>(bytes) / best;
+  };
+  const double pinned_rate = best_of(pinned), pageable_rate = best_of(pageable.data());
+  cudaFree(device);
+  cudaFreeHost(pinned);
+  return {pinned_rate, pageable_rate};
+}
+#endif
 
 bool take(const char* arg, const char* name, std::string* v) {
   const std::size_t n = std::strlen(name);
@@ -199,6 +238,14 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("destination", g_settings.device);
   benchmark::AddCustomContext("git_commit", MUSESPARK_GIT_COMMIT);
   if (g_settings.device == "cuda") benchmark::AddCustomContext("staging", std::to_string(g_settings.workers) + " workers x 2 x 16 MB pinned");
+#ifdef MUSESPARK_HAVE_CUDA
+  if (g_settings.device == "cuda") {
+    const auto [pinned, pageable] = measure_host_to_device();
+    g_link_pinned_bytes_per_s = pinned;
+    benchmark::AddCustomContext("h2d_pinned_gbps", pinned > 0 ? std::to_string(pinned / 1e9) : "not measured (a CUDA call failed)");
+    benchmark::AddCustomContext("h2d_pageable_gbps", pageable > 0 ? std::to_string(pageable / 1e9) : "not measured (a CUDA call failed)");
+  }
+#endif
   for (bool fast : {true, false})
     for (std::int64_t tp : {1, 8})
       for (bool cold : {false, true}) {

@@ -87,6 +87,8 @@ def load_loader_json(path):
             continue
         parts = {k: v for k, v in (p.split(":", 1) for p in row["name"].split("/") if ":" in p)}
         parts["GB_per_s"] = row.get("GB_per_s", 0.0)
+        if "pct_of_pinned_h2d" in row:
+            parts["pct_of_pinned_h2d"] = row["pct_of_pinned_h2d"]
         parts["time_ms"] = to_us(row["real_time"], row.get("time_unit", "ns")) / 1000.0
         rows.append(parts)
     return doc.get("context", {}), rows

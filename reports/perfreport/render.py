@@ -117,9 +117,12 @@ def render_loader(context, rows, out_dir, title, command=None):
     if command:
         md += ["Made by:", "", "```", command, "```", ""]
     md += ["| context | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in sorted(context.items())] + [""]
-    md += ["| impl | tp | cache | device | ms per load | GB/s |", "|---|---|---|---|---|---|"]
+    with_link = any("pct_of_pinned_h2d" in r for r in rows)  # CUDA runs that measured the link
+    md += ["| impl | tp | cache | device | ms per load | GB/s |" + (" % of pinned H2D |" if with_link else ""),
+           "|---|---|---|---|---|---|" + ("---|" if with_link else "")]
     for r in rows:
-        md.append(f"| {r.get('impl')} | {r.get('tp')} | {r.get('cache')} | {r.get('device')} | {r['time_ms']:.2f} | {r['GB_per_s']:.2f} |")
+        link = f" {r['pct_of_pinned_h2d']:.0f}% |" if "pct_of_pinned_h2d" in r else (" - |" if with_link else "")
+        md.append(f"| {r.get('impl')} | {r.get('tp')} | {r.get('cache')} | {r.get('device')} | {r['time_ms']:.2f} | {r['GB_per_s']:.2f} |" + link)
     # Each fast path and the per-expert baseline it is measured against.
     baseline_of = {"block-copies": "per-expert-rows", "staged-engine": "per-expert-memcpy2d"}
     md += ["", "| fast path | tp | cache | device | speedup over its per-expert baseline |", "|---|---|---|---|---|"]

@@ -74,6 +74,7 @@ class RenderTest(unittest.TestCase):
                      "real_time": t, "time_unit": "ms", "GB_per_s": g}
                     for i, dev, t, g in (("block-copies", "cpu", 4.0, 3.0), ("per-expert-rows", "cpu", 12.0, 1.0),
                                          ("staged-engine", "cuda", 1.0, 35.0), ("per-expert-memcpy2d", "cuda", 7.0, 5.0))]
+            rows[2]["pct_of_pinned_h2d"] = 87.5
             with open(p, "w") as f:
                 json.dump({"context": {"layer": "E=4"}, "benchmarks": rows}, f)
             r = call(p, "--out", os.path.join(d, "rep"))
@@ -81,6 +82,8 @@ class RenderTest(unittest.TestCase):
             md = open(os.path.join(d, "rep", "README.md")).read()
             self.assertIn("| block-copies | 8 | warm | cpu | 3.00x |", md)
             self.assertIn("| staged-engine | 8 | warm | cuda | 7.00x |", md)
+            self.assertIn("| staged-engine | 8 | warm | cuda | 1.00 | 35.00 | 88% |", md)
+            self.assertIn("| block-copies | 8 | warm | cpu | 4.00 | 3.00 | - |", md)
 
     def test_bad_names_are_clear_errors(self):
         with tempfile.TemporaryDirectory() as d:
