@@ -31,9 +31,6 @@ class ExpertCopyEngine {
   // For ConsolidatedExpertLoader; the engine must outlive the loader.
   CopyEngine as_copy_engine();
 
-  std::size_t pinned_bytes() const { return staging_bytes_ * 2 * workers_.size(); }
-  int workers() const { return static_cast<int>(workers_.size()); }
-
  private:
   struct Worker {
     void* staging[2] = {nullptr, nullptr};
