@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "harness/expert_layer_buffers.h"
 #include "musespark/expert_loader.h"
 #ifdef MUSESPARK_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -81,47 +82,11 @@ bool drop_page_cache(const std::string& path) {
   return rc == 0;
 }
 
-// Destination bytes of one layer, in host memory or on the GPU.
-class Destinations {
- public:
-  Destinations(const ExpertLayerConfig& c, Device device) {
-    for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(c, DType::kBFloat16)) {
-      std::int64_t n = 1;
-      for (std::int64_t d : spec.second) n *= d;
-      const std::size_t size = static_cast<std::size_t>(n) * dtype_size(spec.first);
-      void* data = nullptr;
-      if (device == Device::kCpu) {
-        data = host_.emplace_back(size, 0).data();
-      } else {
-#ifdef MUSESPARK_HAVE_CUDA
-        if (cudaMalloc(&data, size) != cudaSuccess) throw std::runtime_error("cudaMalloc of " + std::to_string(size) + " bytes failed");
-        device_.push_back(data);
-#endif
-      }
-      params_[name] = ExpertParam{data, spec.first, spec.second, device};
-      bytes_ += static_cast<double>(size);
-    }
-  }
-  ~Destinations() {
-#ifdef MUSESPARK_HAVE_CUDA
-    for (void* p : device_) cudaFree(p);
-#endif
-  }
-  const std::map<std::string, ExpertParam>& params() const { return params_; }
-  double bytes() const { return bytes_; }
-
- private:
-  std::vector<std::vector<std::uint8_t>> host_;
-  std::vector<void*> device_;
-  std::map<std::string, ExpertParam> params_;
-  double bytes_ = 0;
-};
-
 void run(benchmark::State& state, bool fast, std::int64_t tp, bool cold) {
   const Settings& s = g_settings;
   ExpertLayerConfig c{"bench", s.experts, s.hidden, s.intermediate, tp, 0, 1, 0, ExpertPlacement::kContiguous, s.nvfp4};
   const bool cuda = s.device == "cuda";
-  std::unique_ptr<Destinations> dst;
+  std::unique_ptr<harness::ExpertLayerBuffers> dst;
   CopyEngine engine = fast ? CopyEngine(copy_blocks_on_host) : CopyEngine(copy_rows_one_by_one);
 #ifdef MUSESPARK_HAVE_CUDA
   std::unique_ptr<cuda::ExpertCopyEngine> staged;
@@ -133,7 +98,7 @@ void run(benchmark::State& state, bool fast, std::int64_t tp, bool cold) {
       engine = fast ? staged->as_copy_engine() : CopyEngine(cuda::copy_blocks_one_call_each);
     }
 #endif
-    dst = std::make_unique<Destinations>(c, cuda ? Device::kCuda : Device::kCpu);
+    dst = std::make_unique<harness::ExpertLayerBuffers>(c, DType::kBFloat16, cuda ? Device::kCuda : Device::kCpu);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -151,7 +116,7 @@ void run(benchmark::State& state, bool fast, std::int64_t tp, bool cold) {
     ConsolidatedExpertLoader(c, dst->params(), engine).load(ckpt, "layer");
     state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  const double bytes = dst->bytes();
+  const double bytes = static_cast<double>(dst->bytes());
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
   state.counters["GB_per_s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["bytes_per_load"] = bytes;

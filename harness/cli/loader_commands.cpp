@@ -8,6 +8,7 @@
 #include <random>
 
 #include "commands.h"
+#include "harness/expert_layer_buffers.h"
 #include "musespark/expert_loader.h"
 #ifdef MUSESPARK_HAVE_CUDA
 #include "expert_copy_engine.h"
@@ -97,38 +98,6 @@ struct LoadOptions {
   int repeat = 1;
 };
 
-// Destination parameters on the CPU or the GPU, allocated once per run.
-class Destinations {
- public:
-  Destinations(const ExpertLayerConfig& c, DType weight, Device device) {
-    for (const auto& [name, spec] : ConsolidatedExpertLoader::expected_params(c, weight)) {
-      std::int64_t n = 1;
-      for (std::int64_t d : spec.second) n *= d;
-      const std::size_t size = static_cast<std::size_t>(n) * dtype_size(spec.first);
-      void* data = nullptr;
-      if (device == Device::kCpu) {
-        data = host_.emplace_back(size).data();
-      } else {
-#ifdef MUSESPARK_HAVE_CUDA
-        data = device_.emplace_back(size).get();
-#endif
-      }
-      params_[name] = ExpertParam{data, spec.first, spec.second, device};
-      bytes_ += size;
-    }
-  }
-  const std::map<std::string, ExpertParam>& params() const { return params_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  std::vector<std::vector<std::uint8_t>> host_;
-#ifdef MUSESPARK_HAVE_CUDA
-  std::vector<harness::DeviceBuffer> device_;
-#endif
-  std::map<std::string, ExpertParam> params_;
-  std::size_t bytes_ = 0;
-};
-
 int run_load(const LayerArgs& a, const LoadOptions& o) {
   if (o.device != "cpu" && o.device != "cuda")
     throw std::invalid_argument("--device must be cpu or cuda, got '" + o.device + "'");
@@ -149,7 +118,7 @@ int run_load(const LayerArgs& a, const LoadOptions& o) {
 #endif
   const ExpertLayerConfig c = layer_config(a);
   const auto setup_start = std::chrono::steady_clock::now();
-  const Destinations dst(c, weight_dtype(a.dtype), cuda ? Device::kCuda : Device::kCpu);
+  const harness::ExpertLayerBuffers dst(c, weight_dtype(a.dtype), cuda ? Device::kCuda : Device::kCpu);
   CopyEngine engine = copy_blocks_on_host;
 #ifdef MUSESPARK_HAVE_CUDA
   if (cuda && o.engine == "staged") {
