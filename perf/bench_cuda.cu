@@ -138,6 +138,7 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   cuda::LaunchOptions lo;
   lo.enable_pdl = options.pdl;
   lo.force_path = options.force_path;
+  lo.force_round_selection = options.force_round_selection;
   check(cuda::launch_routing(p, stream, lo), "launch");
   check(cudaStreamSynchronize(stream), "warm-up");
   Events ev;

@@ -31,6 +31,10 @@ def main(argv):
         found = compare.regressions(new, base, a.threshold, a.impl)
         for key, b, n, r in found:
             print(f"REGRESSION {'/'.join(map(str, key))}: {b:.2f} us -> {n:.2f} us ({(r - 1) * 100:+.1f}%)")
+        summary = compare.ratio_by_tokens(new, base, a.impl)
+        for g in sorted((g for g in summary if g != "all"), key=int) + ["all"]:
+            gm, n, faster, slower = summary[g]
+            print(f"tokens {g}: time new/baseline {gm:.3f} (geomean of {n}), {faster} faster, {slower} slower by > 3%")
         print(f"compare: {common} cells compared, {len(found)} regressed beyond {a.threshold * 100:.0f}%")
         return 1 if found else 0
 

@@ -116,7 +116,8 @@ for step in "${steps[@]}"; do
       for round in 1 2; do
         python3 reports/render_report.py compare "$WORK/ab_new_$round.json" "$WORK/ab_baseline_$round.json" --impl cuda \
           > "$LOGS/ab_compare_$round.log" 2>&1
-        tail -6 "$LOGS/ab_compare_$round.log" | tee -a "$OUT/summary.log"
+        { grep REGRESSION "$LOGS/ab_compare_$round.log" | head -12; grep -E "^(tokens|compare)" "$LOGS/ab_compare_$round.log"; } \
+          | tee -a "$OUT/summary.log"
       done ;;
     paths)
       axes=${PATHS_AXES:---tokens=1,16,128,1024,4096 --experts=64,128,256,512 --topk=8 --dtypes=float32 --norms=sigmoid,softmax}

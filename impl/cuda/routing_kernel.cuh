@@ -44,6 +44,7 @@ struct KernelParams {
   bool has_eps;
   bool softmax;                // false: sigmoid
   bool ids_int64;
+  bool threshold_select;       // register path: try threshold selection first
 };
 
 struct LaunchOptions {
@@ -55,6 +56,9 @@ struct LaunchOptions {
   // with scalar loads even when vector loads are possible, 4 = split-row
   // path (E <= 512).
   int force_path = 0;
+  // Register path: select every row by k group-wide rounds, never by the
+  // threshold filter, for tests that prove the two selections agree.
+  bool force_round_selection = false;
 };
 
 constexpr std::int64_t kRegisterPathMaxExperts = 512;

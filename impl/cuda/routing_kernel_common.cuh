@@ -44,6 +44,44 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// Reductions over the G lanes of a group (G divides 32; all lanes of the warp
+// take part). G = 32 uses redux.sync; narrower groups use xor shuffles.
+template <int G>
+__device__ __forceinline__ std::uint32_t group_max_u32(std::uint32_t v) {
+  if constexpr (G == 32) {
+    return __reduce_max_sync(0xFFFFFFFFu, v);
+  } else {
+#pragma unroll
+    for (int off = G / 2; off > 0; off /= 2) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
+    return v;
+  }
+}
+
+template <int G>
+__device__ __forceinline__ std::uint32_t group_min_u32(std::uint32_t v) {
+  if constexpr (G == 32) {
+    return __reduce_min_sync(0xFFFFFFFFu, v);
+  } else {
+#pragma unroll
+    for (int off = G / 2; off > 0; off /= 2) v = min(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
+    return v;
+  }
+}
+
+template <int G>
+__device__ __forceinline__ float group_max_f32(float v) {
+#pragma unroll
+  for (int off = G / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
+  return v;
+}
+
+template <int G>
+__device__ __forceinline__ std::uint64_t group_sum_u64(std::uint64_t v) {
+#pragma unroll
+  for (int off = G / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, off, G);
+  return v;
+}
+
 __device__ __forceinline__ void store_slot(const KernelParams& p, std::int64_t row, int slot,
                                            float w, std::int32_t id) {
   p.weights[row * p.weights_row_stride + slot * p.weights_col_stride] = w;

@@ -177,9 +177,12 @@ cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bo
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kVec = (16 / static_cast<int>(sizeof(T))) < P ? 16 / static_cast<int>(sizeof(T)) : P;
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
+  constexpr int kBiasVec = kVec < 4 ? kVec : 4;  // as in route_register_kernel
   const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
+  const auto bias_addr = reinterpret_cast<std::uintptr_t>(kp.bias);
   const bool vector_ok = allow_vector && kVec > 1 && kp.logits_col_stride == 1 &&
                          kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
+                         bias_addr % (kBiasVec * sizeof(float)) == 0 &&
                          (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
   if (vector_ok) return launch_kernel(route_register_kernel<T, G, P, kVec>, blocks, 0, stream, pdl, kp);
   return launch_kernel(route_register_kernel<T, G, P, 1>, blocks, 0, stream, pdl, kp);

@@ -4,7 +4,12 @@
 // Expert e lives in lane (e / V) % G, register (e / (V*G)) * V + e % V, so a
 // lane's experts grow with the register index.
 //
-// Selection. Each lane keeps a sorted list of its best M candidates
+// Selection. Rows are first tried by threshold selection
+// (routing_threshold_select.cuh): a candidate set from a threshold, ranked
+// by pairwise compares. Where it does not apply (k > G, too few or too many
+// candidates) the round selection below runs, which is exact for any row.
+//
+// Round selection. Each lane keeps a sorted list of its best M candidates
 // (M = min(P, 3)); a round is a group-wide max over the list heads, a
 // group-wide min over the expert index among equal heads (the exact order of
 // the 64-bit keys of routing_math.h), and a pop in the winning lane. A lane
@@ -19,44 +24,9 @@
 #pragma once
 
 #include "routing_kernel_common.cuh"
+#include "routing_threshold_select.cuh"
 
 namespace musespark::cuda {
-
-template <int G>
-__device__ __forceinline__ std::uint32_t group_max_u32(std::uint32_t v) {
-  if constexpr (G == 32) {
-    return __reduce_max_sync(0xFFFFFFFFu, v);
-  } else {
-#pragma unroll
-    for (int off = G / 2; off > 0; off /= 2) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
-    return v;
-  }
-}
-
-template <int G>
-__device__ __forceinline__ std::uint32_t group_min_u32(std::uint32_t v) {
-  if constexpr (G == 32) {
-    return __reduce_min_sync(0xFFFFFFFFu, v);
-  } else {
-#pragma unroll
-    for (int off = G / 2; off > 0; off /= 2) v = min(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
-    return v;
-  }
-}
-
-template <int G>
-__device__ __forceinline__ float group_max_f32(float v) {
-#pragma unroll
-  for (int off = G / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
-  return v;
-}
-
-template <int G>
-__device__ __forceinline__ std::uint64_t group_sum_u64(std::uint64_t v) {
-#pragma unroll
-  for (int off = G / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, off, G);
-  return v;
-}
 
 // Inserts (o, e, sc) into a lane's list, sorted by key descending. Callers
 // visit a lane's experts in increasing index order, so every entry already
@@ -79,6 +49,67 @@ __device__ __forceinline__ void insert_candidate(std::uint32_t (&top_ord)[M], st
   top_score[0] = above[0] ? sc : top_score[0];
 }
 
+// The round selection: k rounds of a group-wide max over the heads of the
+// lanes' sorted candidate lists. q[i] as for threshold_select; valid[i]
+// tells held experts (whose q may be NaN) from empty registers.
+template <int G, int P, int V, int kSlotsPerLane, typename ExpertOf>
+__device__ __forceinline__ void round_select(const float (&q)[P], const float (&s)[P], const bool (&valid)[P],
+                                             ExpertOf expert_of, int k, std::int32_t (&slot_id)[kSlotsPerLane],
+                                             float (&slot_score)[kSlotsPerLane], float& selected_sum) {
+  constexpr int M = P < 3 ? P : 3;
+  const int lane = threadIdx.x % G;
+  // The order-preserving image of q, plus one, so that 0 means "no expert"
+  // (NaN maps to 1).
+  std::uint32_t ord[P];
+  int remaining = 0;  // this lane's experts not yet taken
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    ord[i] = valid[i] ? rm::ordered_score(q[i]) + 1u : 0u;
+    remaining += valid[i] ? 1 : 0;
+  }
+
+  std::uint32_t top_ord[M], top_expert[M];
+  float top_score[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) top_ord[m] = 0, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    insert_candidate<M>(top_ord, top_expert, top_score, ord[i], static_cast<std::uint32_t>(expert_of(i)), s[i]);
+
+  selected_sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kSlotsPerLane; ++c) {
+    for (int l = 0; l < G; ++l) {
+      const int j = c * G + l;  // warp-uniform
+      if (j >= k) break;
+      const std::uint32_t group_best = group_max_u32<G>(top_ord[0]);
+      const std::uint32_t mine = top_ord[0] == group_best ? top_expert[0] : 0xFFFFFFFFu;
+      const std::uint32_t expert = group_min_u32<G>(mine);
+      const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], static_cast<int>((expert / V) % G), G);
+      if (group_best != 0 && mine == expert) {
+        const std::uint32_t last_ord = top_ord[0], last_expert = top_expert[0];
+#pragma unroll
+        for (int m = 0; m + 1 < M; ++m)
+          top_ord[m] = top_ord[m + 1], top_expert[m] = top_expert[m + 1], top_score[m] = top_score[m + 1];
+        top_ord[M - 1] = 0, top_expert[M - 1] = 0xFFFFFFFFu;
+        --remaining;
+        if constexpr (P > M) {
+          if (top_ord[0] == 0 && remaining > 0 && j + 1 < k) {
+#pragma unroll
+            for (int i = 0; i < P; ++i) {
+              const std::uint32_t e = static_cast<std::uint32_t>(expert_of(i));
+              const bool below = ord[i] < last_ord || (ord[i] == last_ord && e > last_expert);
+              insert_candidate<M>(top_ord, top_expert, top_score, below ? ord[i] : 0u, e, s[i]);
+            }
+          }
+        }
+      }
+      selected_sum += score;
+      if (lane == l) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
+    }
+  }
+}
+
 template <typename T, int G, int P, int V>
 __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
@@ -86,7 +117,8 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
   constexpr int kChunks = P / V;
   constexpr int kMaxK = G * P < kMaxTopK ? G * P : kMaxTopK;  // k <= min(E, 64) <= G * P
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
-  constexpr int M = P < 3 ? P : 3;
+  constexpr int kBiasVec = V < 4 ? V : 4;                       // floats per bias load
+  __shared__ ThresholdScratch<G, kThresholdCapacity<G>> threshold_scratch[kBlockThreads / 32];
 
   pdl_wait();
   // Dependents may start launching now; their griddepcontrol.wait still
@@ -96,6 +128,9 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;
   auto expert_of = [lane](int i) { return ((i / V) * G + lane) * V + i % V; };
+  // Threshold selection needs k <= G (tau is the k-th largest of G lane maxima).
+  const bool try_threshold = p.threshold_select && p.topk <= G;
+  auto& scratch = threshold_scratch[threadIdx.x / 32];
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
        base += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -106,12 +141,24 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
 
     // ---- scores ------------------------------------------------------------
     float s[P];
-    float b[P];
     bool valid[P];
 #pragma unroll
-    for (int i = 0; i < P; ++i) {
-      valid[i] = live && expert_of(i) < E;
-      b[i] = valid[i] ? p.bias[expert_of(i)] : 0.0f;
+    for (int i = 0; i < P; ++i) valid[i] = live && expert_of(i) < E;
+    // The bias, vectorized like the logits (the launch checks its alignment
+    // when V > 1). Each thread usually owns one row (the grid covers T), so
+    // loading it outside the row loop would only hold registers longer.
+    float b[P];
+#pragma unroll
+    for (int c = 0; c < P / kBiasVec; ++c) {
+      const int e0 = expert_of(c * kBiasVec);
+      if constexpr (kBiasVec > 1) {
+        Vec<float, kBiasVec> vec{};
+        if (valid[c * kBiasVec]) vec = *reinterpret_cast<const Vec<float, kBiasVec>*>(p.bias + e0);
+#pragma unroll
+        for (int v = 0; v < kBiasVec; ++v) b[c * kBiasVec + v] = vec.v[v];
+      } else {
+        b[c] = valid[c] ? p.bias[e0] : 0.0f;
+      }
     }
     const T* row_ptr = static_cast<const T*>(p.logits) + (live ? row : 0) * p.logits_row_stride;
 #pragma unroll
@@ -129,7 +176,6 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
     }
 #pragma unroll
     for (int i = 0; i < P; ++i) s[i] = valid[i] ? apply_multiplier(p, s[i]) : 0.0f;
-
     if (!p.softmax) {
 #pragma unroll
       for (int i = 0; i < P; ++i) s[i] = rm::sigmoid(s[i]);
@@ -158,58 +204,19 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
       for (int i = 0; i < P; ++i) s[i] = s[i] / sum;
     }
 
-    // Selection state: the order-preserving image of q, plus one, so that 0
-    // means "no expert" (NaN maps to 1).
-    std::uint32_t ord[P];
-    int remaining = 0;  // this lane's experts not yet taken
+    // Selection input q = s + bias; NaN marks registers that hold no expert
+    // (threshold_select never takes a NaN; round_select tells them apart by
+    // valid[]).
+    float q[P];
 #pragma unroll
-    for (int i = 0; i < P; ++i) {
-      ord[i] = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
-      remaining += valid[i] ? 1 : 0;
-    }
-
-    std::uint32_t top_ord[M], top_expert[M];
-    float top_score[M];
-#pragma unroll
-    for (int m = 0; m < M; ++m) top_ord[m] = 0, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
-#pragma unroll
-    for (int i = 0; i < P; ++i)
-      insert_candidate<M>(top_ord, top_expert, top_score, ord[i], static_cast<std::uint32_t>(expert_of(i)), s[i]);
+    for (int i = 0; i < P; ++i) q[i] = valid[i] ? s[i] + b[i] : __int_as_float(0x7FFFFFFF);
 
     float selected_sum = 0.0f;
     std::int32_t slot_id[kSlotsPerLane] = {};
     float slot_score[kSlotsPerLane] = {};
-#pragma unroll
-    for (int c = 0; c < kSlotsPerLane; ++c) {
-      for (int l = 0; l < G; ++l) {
-        const int j = c * G + l;  // warp-uniform
-        if (j >= p.topk) break;
-        const std::uint32_t group_best = group_max_u32<G>(top_ord[0]);
-        const std::uint32_t mine = top_ord[0] == group_best ? top_expert[0] : 0xFFFFFFFFu;
-        const std::uint32_t expert = group_min_u32<G>(mine);
-        const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], static_cast<int>((expert / V) % G), G);
-        if (group_best != 0 && mine == expert) {
-          const std::uint32_t last_ord = top_ord[0], last_expert = top_expert[0];
-#pragma unroll
-          for (int m = 0; m + 1 < M; ++m)
-            top_ord[m] = top_ord[m + 1], top_expert[m] = top_expert[m + 1], top_score[m] = top_score[m + 1];
-          top_ord[M - 1] = 0, top_expert[M - 1] = 0xFFFFFFFFu;
-          --remaining;
-          if constexpr (P > M) {
-            if (top_ord[0] == 0 && remaining > 0 && j + 1 < p.topk) {
-#pragma unroll
-              for (int i = 0; i < P; ++i) {
-                const std::uint32_t e = static_cast<std::uint32_t>(expert_of(i));
-                const bool below = ord[i] < last_ord || (ord[i] == last_ord && e > last_expert);
-                insert_candidate<M>(top_ord, top_expert, top_score, below ? ord[i] : 0u, e, s[i]);
-              }
-            }
-          }
-        }
-        selected_sum += score;
-        if (lane == l) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
-      }
-    }
+    const bool selected = try_threshold && threshold_select<G, P, kSlotsPerLane>(
+                                               q, s, expert_of, p.topk, live, scratch, slot_id, slot_score, selected_sum);
+    if (!selected) round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
 
     if (in_range) {
       const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);

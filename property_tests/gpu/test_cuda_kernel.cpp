@@ -125,10 +125,12 @@ TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
         const RoutingOutput shared = harness::run_cuda_case(c, {.force_path = 2});
         const RoutingOutput scalar = harness::run_cuda_case(c, {.force_path = 3});
         const RoutingOutput split = harness::run_cuda_case(c, {.force_path = 4});
+        const RoutingOutput rounds = harness::run_cuda_case(c, {.force_path = 1, .force_round_selection = true});
         const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(cfg.topk) + " T=" + std::to_string(tokens);
         expect_bitwise_equal(reg, shared, "register vs shared, " + where);
         expect_bitwise_equal(reg, scalar, "vector vs scalar loads, " + where);
         expect_bitwise_equal(reg, split, "register vs split-row, " + where);
+        expect_bitwise_equal(reg, rounds, "threshold vs round selection, " + where);
       }
     }
   }

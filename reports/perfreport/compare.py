@@ -1,4 +1,7 @@
-"""Regression check of one run against a baseline run, aware of noise."""
+"""Regression check of one run against a baseline run, aware of noise, and
+the per-tokens summary of the time ratio."""
+
+import math
 
 
 def regressions(new_cells, base_cells, threshold, impl=None):
@@ -19,3 +22,23 @@ def regressions(new_cells, base_cells, threshold, impl=None):
             continue  # within the runs' spread
         found.append((key, base.median_us, new.median_us, ratio))
     return found
+
+
+def ratio_by_tokens(new_cells, base_cells, impl=None):
+    """{tokens: (geomean of new/base median time, cells, cells faster by > 3%,
+    cells slower by > 3%)} over the cells both runs have, plus "all"."""
+    groups = {}
+    for key, new in new_cells.items():
+        if impl and key[0] != impl:
+            continue
+        base = base_cells.get(key)
+        if base is None:
+            continue
+        r = new.median_us / base.median_us
+        for g in (key[1], "all"):
+            groups.setdefault(g, []).append(r)
+    out = {}
+    for g, rs in groups.items():
+        gm = math.exp(sum(math.log(r) for r in rs) / len(rs))
+        out[g] = (gm, len(rs), sum(r < 0.97 for r in rs), sum(r > 1.03 for r in rs))
+    return out

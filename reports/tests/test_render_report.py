@@ -65,6 +65,7 @@ class RenderTest(unittest.TestCase):
             r = call("compare", slow, base, "--threshold", "0.05")
             self.assertEqual(r.returncode, 1)
             self.assertIn("REGRESSION cuda/1/64/8", r.stdout)
+            self.assertIn("tokens 1: time new/baseline 1.250 (geomean of 1), 0 faster, 1 slower by > 3%", r.stdout)
             self.assertEqual(call("compare", same, base).returncode, 0)
 
     def test_loader_runs_render_as_a_table_with_speedups(self):

@@ -42,6 +42,13 @@ MS_HOST_DEVICE inline std::uint32_t ordered_score(float q) {
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
+// The inverse of ordered_score on its non-NaN range: the float that maps to
+// `ordered` (+0 for the folded zero). 0 (NaN's image) has no inverse; callers
+// treat it separately.
+MS_HOST_DEVICE inline float score_from_ordered(std::uint32_t ordered) {
+  return bits_as_float((ordered & 0x80000000u) ? (ordered & 0x7FFFFFFFu) : ~ordered);
+}
+
 // Larger key = earlier rank. Unique per expert within a row.
 MS_HOST_DEVICE inline std::uint64_t selection_key(float q, std::uint32_t expert) {
   return (static_cast<std::uint64_t>(ordered_score(q)) << 32) | (0xFFFFFFFFu - expert);
