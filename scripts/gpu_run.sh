@@ -17,7 +17,7 @@
 #   paths     the register and shared-memory paths forced on the same cells
 #             (PATHS_AXES), for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
-#   ncu       Nsight Compute on the cells of NCU_CELLS
+#   ncu       Nsight Compute on the cells of NCU_CELLS (NCU_SOURCE=1: per-instruction counts too)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
 #
 # What comes back ($OUT, at most eight files): summary.log, the JSON reports
@@ -102,12 +102,13 @@ for step in "${steps[@]}"; do
     ab)
       [ -d .baseline ] || { echo "ab: no .baseline/ (scripts/make_baseline.sh COMMIT, then carry .baseline)"; status=1; continue; }
       log "ab: building the baseline kernel ($(cat .baseline/COMMIT 2>/dev/null))"
-      (cd .baseline && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-          -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_PREFIX_PATH="$MUSESPARK_EXTRA_PREFIX" -DMUSESPARK_ENABLE_TORCH=OFF -DMUSESPARK_BUILD_TESTS=OFF \
-        && cmake --build build -j16 --target routing_benchmark) > "$LOGS/baseline_build.log" 2>&1 || { tail -20 "$LOGS/baseline_build.log"; status=1; continue; }
+      # The same preset as this tree's build: a benchmark linked differently
+      # (without LibTorch, say) measured ~0.1 us apart on decode cells.
+      (cd .baseline && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake --preset gpu \
+        && cmake --build build/gpu -j16 --target routing_benchmark) > "$LOGS/baseline_build.log" 2>&1 || { tail -20 "$LOGS/baseline_build.log"; status=1; continue; }
       for round in 1 2; do
         for side in baseline new; do
-          bin=$bench; [ $side = baseline ] && bin=.baseline/build/perf/routing_benchmark
+          bin=$bench; [ $side = baseline ] && bin=.baseline/build/gpu/perf/routing_benchmark
           $bin $bench_args --benchmark_out="$WORK/ab_${side}_$round.json" --benchmark_out_format=json > "$LOGS/ab_${side}_$round.log" 2>&1 || status=1
         done
       done
@@ -153,6 +154,11 @@ PY
         ncu --clock-control none --set full -k regex:route_ --launch-skip 3 --launch-count 1 \
           $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d \
           > "$LOGS/ncu_${t}_${e}_${k}_$d.log" 2>&1 || status=1
+        if [ "${NCU_SOURCE:-0}" = 1 ]; then  # per-SASS-instruction counts of the cell, for logs.tgz
+          ncu --clock-control none --set full -k regex:route_ --launch-skip 3 --launch-count 1 -f -o "$WORK/ncu_cell" \
+            $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d > /dev/null 2>&1 \
+            && ncu -i "$WORK/ncu_cell.ncu-rep" --page source --csv --print-source sass > "$LOGS/ncu_sass_${t}_${e}_${k}_$d.csv" 2>&1
+        fi
         grep -E "^  [a-z_]+::route|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Ipc Active|Issue Slots Busy|No Eligible|One or More Eligible|Theoretical Occupancy|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued" \
           "$LOGS/ncu_${t}_${e}_${k}_$d.log" | head -22 | tee -a "$OUT/summary.log"
       done ;;

@@ -5,9 +5,10 @@
 // lane's experts grow with the register index.
 //
 // Selection. Rows are first tried by threshold selection
-// (routing_threshold_select.cuh): a candidate set from a threshold, ranked
-// by pairwise compares. Where it does not apply (k > G, too few or too many
-// candidates) the round selection below runs, which is exact for any row.
+// (routing_threshold_select.cuh): rounds over each lane's best expert at or
+// above a threshold, refilled only from those. Where it does not apply
+// (k > G, fewer than k lanes with a non-NaN expert) the round selection
+// below runs, which is exact for any row.
 //
 // Round selection. Each lane keeps a sorted list of its best M candidates
 // (M = min(P, 3)); a round is a group-wide max over the list heads, a
@@ -110,15 +111,20 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
   }
 }
 
+// Blocks per SM the compiler must fit: at 16 experts per lane the kernel
+// would take ~115 registers (two blocks per SM); three keep 24 warps
+// resident for the loads to overlap, without spills.
+template <int P>
+inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
+
 template <typename T, int G, int P, int V>
-__global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const KernelParams p) {
+__global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kChunks = P / V;
   constexpr int kMaxK = G * P < kMaxTopK ? G * P : kMaxTopK;  // k <= min(E, 64) <= G * P
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
   constexpr int kBiasVec = V < 4 ? V : 4;                       // floats per bias load
-  __shared__ ThresholdScratch<G, kThresholdCapacity<G>> threshold_scratch[kBlockThreads / 32];
 
   pdl_wait();
   // Dependents may start launching now; their griddepcontrol.wait still
@@ -130,7 +136,6 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
   auto expert_of = [lane](int i) { return ((i / V) * G + lane) * V + i % V; };
   // Threshold selection needs k <= G (tau is the k-th largest of G lane maxima).
   const bool try_threshold = p.threshold_select && p.topk <= G;
-  auto& scratch = threshold_scratch[threadIdx.x / 32];
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
        base += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -214,8 +219,8 @@ __global__ void __launch_bounds__(kBlockThreads) route_register_kernel(const Ker
     float selected_sum = 0.0f;
     std::int32_t slot_id[kSlotsPerLane] = {};
     float slot_score[kSlotsPerLane] = {};
-    const bool selected = try_threshold && threshold_select<G, P, kSlotsPerLane>(
-                                               q, s, expert_of, p.topk, live, scratch, slot_id, slot_score, selected_sum);
+    const bool selected = try_threshold && threshold_select<G, P, V, kSlotsPerLane>(
+                                               q, s, expert_of, p.topk, live, slot_id, slot_score, selected_sum);
     if (!selected) round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
 
     if (in_range) {
