@@ -75,7 +75,7 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   kp.has_eps = s.has_eps;
   kp.softmax = p.normalization == Normalization::kSoftmax;
   kp.ids_int64 = p.ids_dtype == DType::kInt64;
-  kp.threshold_select = !options.force_round_selection;
+  kp.threshold_select = false;  // decided with the tier, per launch
 
   const bool pdl = options.enable_pdl && device_supports_pdl();
   switch (p.logits_dtype) {

@@ -44,7 +44,7 @@ struct KernelParams {
   bool has_eps;
   bool softmax;                // false: sigmoid
   bool ids_int64;
-  bool threshold_select;       // register path: try threshold selection first
+  bool threshold_select;       // register path, G = 32: try threshold selection first
 };
 
 struct LaunchOptions {

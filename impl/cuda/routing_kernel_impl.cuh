@@ -236,6 +236,12 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 // 1.12-1.18x at T = 1024 (docs/performance.md).
 constexpr std::int64_t kSplitRowMaxRows = 128;
 
+// From this many rows the register path's warp-per-row tiers try threshold
+// selection first: it issues fewer instructions per row, which bounds large
+// batches, but its shared-memory round trips lengthen the dependent chain
+// that bounds decode (docs/performance.md).
+constexpr std::int64_t kThresholdSelectMinRows = 1024;
+
 // The tier table. A register tier is (group lanes G, experts per lane P),
 // E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
 // dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
@@ -244,10 +250,12 @@ constexpr std::int64_t kSplitRowMaxRows = 128;
 // E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
 // 8192 rows and win at 65536, so from 32768.
 template <typename T>
-cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t stream,
+cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
-  const int E = kp.num_experts;
-  const std::int64_t rows = kp.num_tokens;
+  const int E = kp_in.num_experts;
+  const std::int64_t rows = kp_in.num_tokens;
+  KernelParams kp = kp_in;
+  kp.threshold_select = !options.force_round_selection && rows >= kThresholdSelectMinRows;
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
                                   rows <= kSplitRowMaxRows))
     return launch_split_row<T>(kp, stream, pdl);
@@ -257,10 +265,13 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp, cudaStream_t strea
   if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
-  if (E <= 64) return rows >= 32768 ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
-                                    : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
-  if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
-                                    : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
+  // With threshold selection the warp-per-row tiers serve E = 64 and 128 at
+  // every row count; the many-rows tiers remain for round selection.
+  const bool many_rows_tiers = !kp.threshold_select || kp.topk > 32;
+  if (E <= 64) return many_rows_tiers && rows >= 32768 ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
+                                                       : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
+  if (E <= 128) return many_rows_tiers && rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
+                                                       : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }

@@ -4,11 +4,11 @@
 // Expert e lives in lane (e / V) % G, register (e / (V*G)) * V + e % V, so a
 // lane's experts grow with the register index.
 //
-// Selection. Rows are first tried by threshold selection
-// (routing_threshold_select.cuh): rounds over each lane's best expert at or
-// above a threshold, refilled only from those. Where it does not apply
-// (k > G, fewer than k lanes with a non-NaN expert) the round selection
-// below runs, which is exact for any row.
+// Selection. With one warp per row (G = 32) and many rows, rows are first
+// tried by threshold selection (routing_threshold_select.cuh): the experts
+// at or above a threshold, ranked by pairwise compares. Elsewhere, and for
+// rows it does not take (too few or too many candidates), the round
+// selection below runs, which is exact for any row.
 //
 // Round selection. Each lane keeps a sorted list of its best M candidates
 // (M = min(P, 3)); a round is a group-wide max over the list heads, a
@@ -112,8 +112,8 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
 }
 
 // Blocks per SM the compiler must fit: at 16 experts per lane the kernel
-// would take ~115 registers (two blocks per SM); three keep 24 warps
-// resident for the loads to overlap, without spills.
+// would take ~92 registers (two blocks per SM); three keep 24 warps
+// resident, as before threshold selection, at the price of a 44-byte spill.
 template <int P>
 inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 
@@ -134,8 +134,10 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;
   auto expert_of = [lane](int i) { return ((i / V) * G + lane) * V + i % V; };
-  // Threshold selection needs k <= G (tau is the k-th largest of G lane maxima).
-  const bool try_threshold = p.threshold_select && p.topk <= G;
+  // Threshold selection: one warp per row, k <= 32 (tau is the k-th largest
+  // of the lanes' maxima).
+  const bool try_threshold = G == 32 && p.threshold_select && p.topk <= 32;
+  __shared__ ThresholdScratch threshold_scratch[G == 32 ? kBlockThreads / 32 : 1];
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
        base += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -219,8 +221,11 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
     float selected_sum = 0.0f;
     std::int32_t slot_id[kSlotsPerLane] = {};
     float slot_score[kSlotsPerLane] = {};
-    const bool selected = try_threshold && threshold_select<G, P, V, kSlotsPerLane>(
-                                               q, s, expert_of, p.topk, live, slot_id, slot_score, selected_sum);
+    bool selected = false;
+    if constexpr (G == 32)
+      selected = try_threshold && threshold_select<P, kSlotsPerLane>(q, s, expert_of, p.topk, live,
+                                                                     threshold_scratch[threadIdx.x / 32], slot_id,
+                                                                     slot_score, selected_sum);
     if (!selected) round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
 
     if (in_range) {

@@ -168,6 +168,37 @@ TEST(CudaKernel, OneLaneHoldingTheTopKRefillsItsCandidates) {
   }
 }
 
+// Threshold selection runs from kThresholdSelectMinRows rows on the
+// warp-per-row tiers and hands rows it cannot take (NaN-heavy rows, mass
+// ties: more candidates than lanes) to the round selection. Both must give
+// the reference's answer and each other's bits on every distribution.
+TEST(CudaKernel, ThresholdSelectionEqualsRoundSelection) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal, harness::LogitsDistribution::kQuantized,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs, harness::LogitsDistribution::kWide};
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {33, 64, 128, 256, 500, 512})
+    for (std::int64_t k : {1, 8, 32})
+      for (auto dist : dists) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = 2048;
+        cfg.logits = dist;
+        cfg.normalization = (seed % 2) ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.padding = harness::PaddingMode::kSparse;
+        cfg.seed = seed++;
+        const RoutingCase c(cfg);
+        const RoutingOutput automatic = harness::run_cuda_case(c);
+        const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " logits " +
+                                  std::to_string(static_cast<int>(dist));
+        EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << where;
+        expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
+                             "threshold vs round selection, " + where);
+      }
+}
+
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
   SKIP_WITHOUT_GPU();
   CaseConfig cfg;
@@ -305,7 +336,7 @@ TEST(Sanitizer, RepresentativeSubset) {
       CaseConfig cfg;
       cfg.experts = E;
       cfg.topk = std::min<std::int64_t>(E, 8);
-      cfg.tokens = 67;
+      cfg.tokens = path == 0 && E >= 64 && E <= 512 ? 1030 : 67;  // 1030: threshold selection's shared memory too
       cfg.normalization = E % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
       cfg.padding = harness::PaddingMode::kSparse;
       cfg.extra_cols = 1;
