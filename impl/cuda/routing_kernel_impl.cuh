@@ -236,11 +236,15 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 // 1.12-1.18x at T = 1024 (docs/performance.md).
 constexpr std::int64_t kSplitRowMaxRows = 128;
 
-// From this many rows the register path's warp-per-row tiers try threshold
-// selection first: it issues fewer instructions per row, which bounds large
-// batches, but its shared-memory round trips lengthen the dependent chain
-// that bounds decode (docs/performance.md).
+// Where the register path tries threshold selection first (one warp per
+// row, 8 or more experts per lane): from 1024 rows it issues fewer
+// instructions per row, which bounds large batches (0.80-0.86x the time at
+// E = 256-512, 8192+ rows, on the H200); below that its shared-memory round
+// trips lengthen the dependent chain that bounds decode, and with 2 or 4
+// experts per lane (E <= 128) the ranking costs more than the rounds it
+// replaces (1.05-1.3x). docs/performance.md has the measurements.
 constexpr std::int64_t kThresholdSelectMinRows = 1024;
+constexpr int kThresholdSelectMinExperts = 129;
 
 // The tier table. A register tier is (group lanes G, experts per lane P),
 // E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
@@ -255,7 +259,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   const int E = kp_in.num_experts;
   const std::int64_t rows = kp_in.num_tokens;
   KernelParams kp = kp_in;
-  kp.threshold_select = !options.force_round_selection && rows >= kThresholdSelectMinRows;
+  kp.threshold_select = !options.force_round_selection && rows >= kThresholdSelectMinRows &&
+                        E >= kThresholdSelectMinExperts;
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
                                   rows <= kSplitRowMaxRows))
     return launch_split_row<T>(kp, stream, pdl);
@@ -265,13 +270,10 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
-  // With threshold selection the warp-per-row tiers serve E = 64 and 128 at
-  // every row count; the many-rows tiers remain for round selection.
-  const bool many_rows_tiers = !kp.threshold_select || kp.topk > 32;
-  if (E <= 64) return many_rows_tiers && rows >= 32768 ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
-                                                       : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
-  if (E <= 128) return many_rows_tiers && rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
-                                                       : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
+  if (E <= 64) return rows >= 32768 ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
+                                    : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
+  if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
+                                    : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }

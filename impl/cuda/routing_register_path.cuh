@@ -4,11 +4,12 @@
 // Expert e lives in lane (e / V) % G, register (e / (V*G)) * V + e % V, so a
 // lane's experts grow with the register index.
 //
-// Selection. With one warp per row (G = 32) and many rows, rows are first
-// tried by threshold selection (routing_threshold_select.cuh): the experts
-// at or above a threshold, ranked by pairwise compares. Elsewhere, and for
-// rows it does not take (too few or too many candidates), the round
-// selection below runs, which is exact for any row.
+// Selection. With one warp per row, 8+ experts per lane and many rows
+// (routing_kernel_impl.cuh decides), rows are first tried by threshold
+// selection (routing_threshold_select.cuh): the experts at or above a
+// threshold, ranked by pairwise compares. Elsewhere, and for rows it does
+// not take (too few or too many candidates), the round selection below
+// runs, which is exact for any row.
 //
 // Round selection. Each lane keeps a sorted list of its best M candidates
 // (M = min(P, 3)); a round is a group-wide max over the list heads, a
@@ -134,10 +135,10 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;
   auto expert_of = [lane](int i) { return ((i / V) * G + lane) * V + i % V; };
-  // Threshold selection: one warp per row, k <= 32 (tau is the k-th largest
-  // of the lanes' maxima).
-  const bool try_threshold = G == 32 && p.threshold_select && p.topk <= 32;
-  __shared__ ThresholdScratch threshold_scratch[G == 32 ? kBlockThreads / 32 : 1];
+  // Threshold selection: one warp per row, 8+ experts per lane (the launch
+  // decides where it pays), k <= 32 (tau is the k-th largest lane maximum).
+  constexpr bool kThresholdTier = G == 32 && P >= 8;
+  const bool try_threshold = kThresholdTier && p.threshold_select && p.topk <= 32;
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
        base += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -222,10 +223,12 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
     std::int32_t slot_id[kSlotsPerLane] = {};
     float slot_score[kSlotsPerLane] = {};
     bool selected = false;
-    if constexpr (G == 32)
+    if constexpr (kThresholdTier) {  // other tiers allocate no scratch
+      __shared__ ThresholdScratch threshold_scratch[kBlockThreads / 32];
       selected = try_threshold && threshold_select<P, kSlotsPerLane>(q, s, expert_of, p.topk, live,
                                                                      threshold_scratch[threadIdx.x / 32], slot_id,
                                                                      slot_score, selected_sum);
+    }
     if (!selected) round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
 
     if (in_range) {
