@@ -76,7 +76,10 @@ __device__ __forceinline__ bool threshold_select(const float (&q)[P], const floa
     const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off, G);
     if (lane >= off) inclusive += t;
   }
-  const int n = live ? __shfl_sync(0xFFFFFFFFu, inclusive, G - 1, G) : 0;
+  // Every lane takes part in the shuffle (with G = 16 the two rows of a warp
+  // can differ in liveness); a row that is not live has no candidates.
+  const int total = __shfl_sync(0xFFFFFFFFu, inclusive, G - 1, G);
+  const int n = live ? total : 0;
   if (!__all_sync(0xFFFFFFFFu, !live || (n >= k && n <= kThresholdMaxCandidates))) return false;
 
   __syncwarp();  // the previous row's readers of the scratch are done
