@@ -274,10 +274,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                                     : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
   if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
                                     : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
-  // Threshold selection at E <= 256 with k <= 16: two rows per warp, so the
-  // per-row selection work is issued once for both.
-  if (E <= 256) return kp.threshold_select && kp.topk <= 16 ? launch_register_tier<T, 16, 16>(kp, stream, pdl, vec)
-                                                            : launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
+  if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }
 

@@ -4,8 +4,8 @@
 // Expert e lives in lane (e / V) % G, register (e / (V*G)) * V + e % V, so a
 // lane's experts grow with the register index.
 //
-// Selection. With 16 or 32 lanes per row, 8+ experts per lane and many
-// rows (routing_kernel_impl.cuh decides), rows are first tried by threshold
+// Selection. With one warp per row, 8+ experts per lane and many rows
+// (routing_kernel_impl.cuh decides), rows are first tried by threshold
 // selection (routing_threshold_select.cuh): the experts at or above a
 // threshold, ranked by pairwise compares. Elsewhere, and for rows it does
 // not take (too few or too many candidates), the round selection below
@@ -112,17 +112,14 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
   }
 }
 
-// Blocks per SM the compiler must fit. The E = 512 tier (16 experts per lane
-// in 32 lanes) would take ~95 registers, two blocks per SM; three keep 24
-// warps resident, as before threshold selection, at the price of a 20-44
-// byte spill. The E <= 256 two-rows-per-warp tier (G = 16, P = 16) spills
-// 104 bytes at three blocks, so it keeps its ~105 registers (two blocks, the
-// same 32 rows per SM as the warp-per-row tier at four).
-template <int G, int P>
-inline constexpr int kRegisterMinBlocks = G * P >= 512 ? 3 : 1;
+// Blocks per SM the compiler must fit: at 16 experts per lane the kernel
+// would take ~92 registers (two blocks per SM); three keep 24 warps
+// resident, as before threshold selection, at the price of a 44-byte spill.
+template <int P>
+inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 
 template <typename T, int G, int P, int V>
-__global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<G, P>) route_register_kernel(const KernelParams p) {
+__global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kChunks = P / V;
@@ -138,11 +135,10 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<G, P>) route
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;
   auto expert_of = [lane](int i) { return ((i / V) * G + lane) * V + i % V; };
-  // Threshold selection: 16 or 32 lanes per row with 8+ experts each (the
-  // launch decides where it pays), k <= G (tau is the k-th largest lane
-  // maximum).
-  constexpr bool kThresholdTier = G >= 16 && P >= 8;
-  const bool try_threshold = kThresholdTier && p.threshold_select && p.topk <= G;
+  // Threshold selection: one warp per row, 8+ experts per lane (the launch
+  // decides where it pays), k <= 32 (tau is the k-th largest lane maximum).
+  constexpr bool kThresholdTier = G == 32 && P >= 8;
+  const bool try_threshold = kThresholdTier && p.threshold_select && p.topk <= 32;
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
        base += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
@@ -228,8 +224,8 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<G, P>) route
     float slot_score[kSlotsPerLane] = {};
     bool selected = false;
     if constexpr (kThresholdTier) {  // other tiers allocate no scratch
-      __shared__ ThresholdScratch<G> threshold_scratch[kBlockThreads / 32];
-      selected = try_threshold && threshold_select<G, P, kSlotsPerLane>(q, s, expert_of, p.topk, live,
+      __shared__ ThresholdScratch threshold_scratch[kBlockThreads / 32];
+      selected = try_threshold && threshold_select<P, kSlotsPerLane>(q, s, expert_of, p.topk, live,
                                                                      threshold_scratch[threadIdx.x / 32], slot_id,
                                                                      slot_score, selected_sum);
     }

@@ -9,48 +9,41 @@
 // slot when below k, and the scores are summed in slot order, so the result
 // equals the round selection's bit for bit.
 //
-// Why it is cheap. tau is the k-th largest of the G lanes' maxima (k <= G):
-// k distinct experts reach it, so |C| >= k whenever k lanes hold a non-NaN
-// expert, and |C| is usually k plus a few. The per-expert work is
+// Why it is cheap. tau is the k-th largest of the 32 lanes' maxima (k <=
+// 32): k distinct experts reach it, so |C| >= k whenever k lanes hold a
+// non-NaN expert, and |C| is usually k plus a few. The per-expert work is
 // one max, one compare and a predicated store; ranking costs |C| shared-
 // memory reads per candidate lane. The round selection instead keeps a
 // sorted 3-entry list per lane (~18 instructions per expert) and spends
 // ~30 instructions per round (docs/performance.md). Rows with fewer than k
 // lanes holding a non-NaN expert, or more than 32 candidates (constant rows,
-// mass ties), make the warp return false and select by rounds. With G = 16
-// two rows share a warp and the per-row work (tau, the scan, the ranking
-// loop, the sum) is issued once for both.
+// mass ties), return false and the caller selects them by rounds.
 #pragma once
 
 #include "routing_kernel_common.cuh"
 
 namespace musespark::cuda {
 
-constexpr int kThresholdMaxCandidates = 32;  // per row
+constexpr int kThresholdMaxCandidates = 32;  // one per lane when ranking
 
-// Per-warp scratch; group g of the warp (the row of lanes [g G, (g+1) G)) owns
-// index g.
-template <int G>
+// Per-warp scratch.
 struct ThresholdScratch {
-  static constexpr int kGroups = 32 / G;
-  float4 cand[kGroups][kThresholdMaxCandidates];  // q, expert (bits), unbiased score, unused
-  float2 slot[kGroups][G];                        // slot j: expert (bits), score; k <= G
+  float4 cand[kThresholdMaxCandidates];     // q, expert (bits), unbiased score, unused
+  float2 slot[kThresholdMaxCandidates];     // slot j: expert (bits), score; k <= 32
 };
 
 // q[i]: the selection input of the lane's i-th expert, NaN for registers
 // that hold no expert (past E, or a row that is not live); s[i]: its
-// unbiased score; expert_of(i): its index. Requires k <= G. On true,
-// slot_id[0] / slot_score[0] hold output slot `lane` (lane < k) and
-// selected_sum the slot-order sum of the k scores. Returns the same value in
-// every lane of the warp; on false nothing but the scratch was written.
-template <int G, int P, int kSlotsPerLane, typename ExpertOf>
+// unbiased score; expert_of(i): its index. On true, slot_id[0] /
+// slot_score[0] hold output slot `lane` (k <= 32) and selected_sum the
+// slot-order sum of the k scores. Returns the same value in every lane; on
+// false nothing but the scratch was written.
+template <int P, int kSlotsPerLane, typename ExpertOf>
 __device__ __forceinline__ bool threshold_select(const float (&q)[P], const float (&s)[P], ExpertOf expert_of,
-                                                 int k, bool live, ThresholdScratch<G>& sc,
+                                                 int k, bool live, ThresholdScratch& sc,
                                                  std::int32_t (&slot_id)[kSlotsPerLane],
                                                  float (&slot_score)[kSlotsPerLane], float& selected_sum) {
-  static_assert(G == 16 || G == 32, "threshold selection: 16 or 32 lanes per row");
-  const int lane = threadIdx.x % G;
-  const int group = (threadIdx.x % 32) / G;
+  const int lane = threadIdx.x % 32;
 
   // ---- tau: the k-th largest lane maximum ---------------------------------
   float lane_max = q[0];
@@ -59,7 +52,7 @@ __device__ __forceinline__ bool threshold_select(const float (&q)[P], const floa
   std::uint32_t v = rm::ordered_score(lane_max);               // NaN (empty lane) -> 0
   std::uint32_t tau_ord = 0;
   for (int r = 0; r < k; ++r) {
-    const std::uint32_t m = group_max_u32<G>(v);
+    const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
     tau_ord = m;
     v = v == m ? 0u : v;  // equal maxima leave together: tau can only go lower
   }
@@ -72,48 +65,39 @@ __device__ __forceinline__ bool threshold_select(const float (&q)[P], const floa
   for (int i = 0; i < P; ++i) count += q[i] >= tau ? 1 : 0;
   int inclusive = count;
 #pragma unroll
-  for (int off = 1; off < G; off *= 2) {
-    const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off, G);
+  for (int off = 1; off < 32; off *= 2) {
+    const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off);
     if (lane >= off) inclusive += t;
   }
-  // Every lane takes part in the shuffle (with G = 16 the two rows of a warp
-  // can differ in liveness); a row that is not live has no candidates.
-  const int total = __shfl_sync(0xFFFFFFFFu, inclusive, G - 1, G);
-  const int n = live ? total : 0;
+  const int n = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
   if (!__all_sync(0xFFFFFFFFu, !live || (n >= k && n <= kThresholdMaxCandidates))) return false;
+  if (!live) return true;  // warp-uniform: nothing to select, nothing is written for this row
 
   __syncwarp();  // the previous row's readers of the scratch are done
-  if (live) {
-    float4* out = sc.cand[group] + (inclusive - count);
+  float4* out = sc.cand + (inclusive - count);
 #pragma unroll
-    for (int i = 0; i < P; ++i) {
-      if (q[i] >= tau)
-        *out++ = make_float4(q[i], __uint_as_float(static_cast<std::uint32_t>(expert_of(i))), s[i], 0.0f);
-    }
+  for (int i = 0; i < P; ++i) {
+    if (q[i] >= tau) *out++ = make_float4(q[i], __uint_as_float(static_cast<std::uint32_t>(expert_of(i))), s[i], 0.0f);
   }
   __syncwarp();
 
-  // ---- rank: candidate c is ranked by lane c % G --------------------------
-  for (int c = lane; c < n; c += G) {
-    const float4 me = sc.cand[group][c];
-    const std::uint32_t my_expert = __float_as_uint(me.y);
-    int rank = 0;
-    for (int i = 0; i < n; ++i) {
-      const float4 other = sc.cand[group][i];
-      rank += (other.x > me.x || (other.x == me.x && __float_as_uint(other.y) < my_expert)) ? 1 : 0;
-    }
-    if (rank < k) sc.slot[group][rank] = make_float2(me.y, me.z);
+  // ---- rank: lane c holds candidate c and counts the candidates above it --
+  const float4 me = sc.cand[lane < n ? lane : 0];
+  const std::uint32_t my_expert = __float_as_uint(me.y);
+  int rank = 0;
+  for (int i = 0; i < n; ++i) {  // n is warp-uniform
+    const float4 other = sc.cand[i];
+    rank += (other.x > me.x || (other.x == me.x && __float_as_uint(other.y) < my_expert)) ? 1 : 0;
   }
+  if (lane < n && rank < k) sc.slot[rank] = make_float2(me.y, me.z);
   __syncwarp();
 
   // The same slot-order sum as the round selection, bit for bit.
   selected_sum = 0.0f;
-  if (live) {
-    for (int j = 0; j < k; ++j) selected_sum += sc.slot[group][j].y;
-    const float2 mine = sc.slot[group][lane];
-    slot_id[0] = static_cast<std::int32_t>(__float_as_uint(mine.x));
-    slot_score[0] = mine.y;
-  }
+  for (int j = 0; j < k; ++j) selected_sum += sc.slot[j].y;
+  const float2 mine = sc.slot[lane];
+  slot_id[0] = static_cast<std::int32_t>(__float_as_uint(mine.x));
+  slot_score[0] = mine.y;
   return true;
 }
 
