@@ -6,19 +6,18 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 
 #include "bench_impls.h"
+#include "harness/cuda_device.h"
 #include "musespark/route.h"
 #include "routing_kernel.cuh"
 
 namespace musespark::perf {
 namespace {
 
-void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(err));
-}
+using harness::check_cuda;
+using harness::DeviceBuffer;
 
 // Deterministic pseudo-normal logits (sum of four hashed uniforms).
 template <typename T>
@@ -41,37 +40,23 @@ __global__ void fill_padding(bool* pad, std::int64_t n, bool half) {
     pad[i] = half && (i % 2 == 1);
 }
 
-struct DeviceMem {
-  void* p = nullptr;
-  explicit DeviceMem(std::size_t bytes) { check(cudaMalloc(&p, bytes > 0 ? bytes : 1), "cudaMalloc"); }
-  ~DeviceMem() { cudaFree(p); }
-};
-
 struct Events {
   cudaEvent_t start, stop;
   Events() { cudaEventCreate(&start); cudaEventCreate(&stop); }
   ~Events() { cudaEventDestroy(start); cudaEventDestroy(stop); }
   double seconds() {
     float ms = 0;
-    check(cudaEventSynchronize(stop), "event sync");
-    check(cudaEventElapsedTime(&ms, start, stop), "event elapsed");
+    check_cuda(cudaEventSynchronize(stop), "event sync");
+    check_cuda(cudaEventElapsedTime(&ms, start, stop), "event elapsed");
     return ms * 1e-3;
   }
 };
 
 }  // namespace
 
-std::string cuda_unavailable() {
-  int n = 0;
-  const cudaError_t err = cudaGetDeviceCount(&n);
-  if (err != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorName(err);
-  if (n == 0) return "no CUDA device";
-  return {};
-}
-
 double describe_gpu_and_measure_copy_bandwidth() {
   cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  check_cuda(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   int driver = 0, runtime = 0, sm_khz = 0, mem_khz = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
@@ -87,13 +72,13 @@ double describe_gpu_and_measure_copy_bandwidth() {
 
   // Device-to-device copy of 1 GiB, best of 5, counting bytes read + written.
   const std::size_t bytes = std::size_t{1} << 30;
-  DeviceMem a(bytes), b(bytes);
+  DeviceBuffer a(bytes), b(bytes);
   Events ev;
   double best = 1e30;
   for (int i = 0; i < 6; ++i) {
-    check(cudaEventRecord(ev.start), "record");
-    check(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice), "copy");
-    check(cudaEventRecord(ev.stop), "record");
+    check_cuda(cudaEventRecord(ev.start), "record");
+    check_cuda(cudaMemcpyAsync(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice), "copy");
+    check_cuda(cudaEventRecord(ev.stop), "record");
     const double s = ev.seconds();
     if (i > 0) best = std::min(best, s);
   }
@@ -104,57 +89,57 @@ double describe_gpu_and_measure_copy_bandwidth() {
 
 void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw) {
   const std::int64_t T = cell.tokens, E = cell.experts, k = cell.topk;
-  DeviceMem logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype));
-  DeviceMem bias(static_cast<std::size_t>(E) * 4), weights(static_cast<std::size_t>(T * k) * 4),
+  DeviceBuffer logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype));
+  DeviceBuffer bias(static_cast<std::size_t>(E) * 4), weights(static_cast<std::size_t>(T * k) * 4),
       ids(static_cast<std::size_t>(T * k) * 4), pad(static_cast<std::size_t>(T));
   const unsigned blocks = 1024;
   switch (cell.dtype) {
-    case DType::kFloat32: fill_logits<<<blocks, 256>>>(static_cast<float*>(logits.p), T * E, 1); break;
-    case DType::kBFloat16: fill_logits<<<blocks, 256>>>(static_cast<__nv_bfloat16*>(logits.p), T * E, 1); break;
-    default: fill_logits<<<blocks, 256>>>(static_cast<__half*>(logits.p), T * E, 1); break;
+    case DType::kFloat32: fill_logits<<<blocks, 256>>>(static_cast<float*>(logits.get()), T * E, 1); break;
+    case DType::kBFloat16: fill_logits<<<blocks, 256>>>(static_cast<__nv_bfloat16*>(logits.get()), T * E, 1); break;
+    default: fill_logits<<<blocks, 256>>>(static_cast<__half*>(logits.get()), T * E, 1); break;
   }
-  fill_logits<<<4, 256>>>(static_cast<float*>(bias.p), E, 2);
-  fill_padding<<<blocks, 256>>>(static_cast<bool*>(pad.p), T, cell.half_padded);
-  check(cudaDeviceSynchronize(), "fill");
+  fill_logits<<<4, 256>>>(static_cast<float*>(bias.get()), E, 2);
+  fill_padding<<<blocks, 256>>>(static_cast<bool*>(pad.get()), T, cell.half_padded);
+  check_cuda(cudaDeviceSynchronize(), "fill");
 
   RoutingParams p;
   p.device = Device::kCuda;
-  p.logits = logits.p;
+  p.logits = logits.get();
   p.logits_dtype = cell.dtype;
   p.logits_row_stride = E;
   p.num_tokens = T;
   p.num_experts = E;
-  p.bias = static_cast<const float*>(bias.p);
+  p.bias = static_cast<const float*>(bias.get());
   p.topk = k;
   p.normalization = cell.norm;
   p.route_scale = 2.5;
   p.multiplier = 0.17677669529663687;
   p.eps = 1e-15;
-  if (cell.half_padded) p.is_padding = static_cast<const bool*>(pad.p);
-  set_contiguous_outputs(p, static_cast<float*>(weights.p), ids.p, DType::kInt32);
+  if (cell.half_padded) p.is_padding = static_cast<const bool*>(pad.get());
+  set_contiguous_outputs(p, static_cast<float*>(weights.get()), ids.get(), DType::kInt32);
 
   cudaStream_t stream;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
   cuda::LaunchOptions lo;
   lo.enable_pdl = options.pdl;
   lo.force_path = options.force_path;
   lo.force_round_selection = options.force_round_selection;
-  check(cuda::launch_routing(p, stream, lo), "launch");
-  check(cudaStreamSynchronize(stream), "warm-up");
+  check_cuda(cuda::launch_routing(p, stream, lo), "launch");
+  check_cuda(cudaStreamSynchronize(stream), "warm-up");
   Events ev;
 
   if (!options.flush_l2) {
     cudaGraph_t graph;
     cudaGraphExec_t exec;
-    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    for (int i = 0; i < options.graph_launches; ++i) check(cuda::launch_routing(p, stream, lo), "captured launch");
-    check(cudaStreamEndCapture(stream, &graph), "end capture");
-    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    check(cudaGraphLaunch(exec, stream), "warm replay");
+    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int i = 0; i < options.graph_launches; ++i) check_cuda(cuda::launch_routing(p, stream, lo), "captured launch");
+    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
+    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    check_cuda(cudaGraphLaunch(exec, stream), "warm replay");
     for (auto _ : state) {
-      check(cudaEventRecord(ev.start, stream), "record");
-      check(cudaGraphLaunch(exec, stream), "replay");
-      check(cudaEventRecord(ev.stop, stream), "record");
+      check_cuda(cudaEventRecord(ev.start, stream), "record");
+      check_cuda(cudaGraphLaunch(exec, stream), "replay");
+      check_cuda(cudaEventRecord(ev.stop, stream), "record");
       state.SetIterationTime(ev.seconds() / options.graph_launches);
     }
     cudaGraphExecDestroy(exec);
@@ -162,12 +147,12 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   } else {
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
-    DeviceMem flush(static_cast<std::size_t>(l2) * 2);
+    DeviceBuffer flush(static_cast<std::size_t>(l2) * 2);
     for (auto _ : state) {
-      check(cudaMemsetAsync(flush.p, 0, static_cast<std::size_t>(l2) * 2, stream), "flush");
-      check(cudaEventRecord(ev.start, stream), "record");
-      check(cuda::launch_routing(p, stream, lo), "launch");
-      check(cudaEventRecord(ev.stop, stream), "record");
+      check_cuda(cudaMemsetAsync(flush.get(), 0, static_cast<std::size_t>(l2) * 2, stream), "flush");
+      check_cuda(cudaEventRecord(ev.start, stream), "record");
+      check_cuda(cuda::launch_routing(p, stream, lo), "launch");
+      check_cuda(cudaEventRecord(ev.stop, stream), "record");
       state.SetIterationTime(ev.seconds());
     }
   }

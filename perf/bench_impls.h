@@ -25,8 +25,6 @@ void skip_cell(benchmark::State& state, const std::string& why);
 // Sets bytes, tokens and percent-of-copy-bandwidth counters from the time.
 void set_counters(benchmark::State& state, const Cell& cell, double copy_bytes_per_second);
 
-// Empty when the CUDA kernel can be timed here, else why not.
-std::string cuda_unavailable();
 // GPU name, clocks, driver/runtime versions into the JSON context, and the
 // measured device-to-device copy bandwidth (read + write bytes per second).
 double describe_gpu_and_measure_copy_bandwidth();

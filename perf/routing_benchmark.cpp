@@ -26,6 +26,9 @@
 
 #include "bench_impls.h"
 #include "musespark/errors.h"
+#ifdef MUSESPARK_HAVE_CUDA
+#include "harness/cuda_device.h"
+#endif
 
 namespace {
 
@@ -116,7 +119,7 @@ int main(int argc, char** argv) {
   double copy_bw = 0;
   std::string cuda_why = "this build has no CUDA kernel";
 #ifdef MUSESPARK_HAVE_CUDA
-  cuda_why = musespark::perf::cuda_unavailable();
+  cuda_why = musespark::harness::cuda_unavailable_reason();
   if (cuda_why.empty()) copy_bw = musespark::perf::describe_gpu_and_measure_copy_bandwidth();
 #endif
   if (!cuda_why.empty()) {
