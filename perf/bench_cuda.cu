@@ -5,13 +5,14 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "bench_impls.h"
 #include "harness/cuda_device.h"
 #include "musespark/route.h"
-#include "routing_kernel.cuh"
+#include "routing_kernel_common.cuh"
 
 namespace musespark::perf {
 namespace {
@@ -52,7 +53,59 @@ struct Events {
   }
 };
 
+// The least a router launch can cost here: one warp that waits for its
+// predecessor (PDL), lets its dependents start and writes one word.
+__global__ void launch_floor_kernel(int* out) {
+  cuda::pdl_wait();
+  cuda::pdl_launch_dependents();
+  if (threadIdx.x == 0) *out = 1;
+}
+
+cudaError_t launch_floor_once(int* out, cudaStream_t stream, bool pdl) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(32);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, launch_floor_kernel, out);
+}
+
 }  // namespace
+
+void record_launch_floor(const BenchOptions& options) {
+  try {
+    DeviceBuffer word(sizeof(int));
+    cudaStream_t stream;
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int i = 0; i < options.graph_launches; ++i)
+      check_cuda(launch_floor_once(static_cast<int*>(word.get()), stream, options.pdl), "captured launch");
+    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
+    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    Events ev;
+    double best = 1e30;
+    for (int rep = 0; rep < 20; ++rep) {  // the first replay warms up
+      check_cuda(cudaEventRecord(ev.start, stream), "record");
+      check_cuda(cudaGraphLaunch(exec, stream), "replay");
+      check_cuda(cudaEventRecord(ev.stop, stream), "record");
+      const double s = ev.seconds() / options.graph_launches;
+      if (rep > 0) best = std::min(best, s);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    // Same launch, graph and PDL setting as the cells; best of 19 replays.
+    benchmark::AddCustomContext("launch_floor_us", std::to_string(best * 1e6));
+  } catch (const std::exception& e) {
+    benchmark::AddCustomContext("launch_floor_us", std::string("unmeasured: ") + e.what());
+  }
+}
 
 double describe_gpu_and_measure_copy_bandwidth() {
   cudaDeviceProp prop{};

@@ -28,6 +28,10 @@ void set_counters(benchmark::State& state, const Cell& cell, double copy_bytes_p
 // GPU name, clocks, driver/runtime versions into the JSON context, and the
 // measured device-to-device copy bandwidth (read + write bytes per second).
 double describe_gpu_and_measure_copy_bandwidth();
+// The time per launch of a one-warp kernel that only waits for its
+// predecessor and writes a word, launched as the cells are (graph replay,
+// PDL per the options): context launch_floor_us, the bound under decode.
+void record_launch_floor(const BenchOptions& options);
 void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw);
 void run_torch_cell(benchmark::State& state, const Cell& cell, double copy_bw);
 void run_cpu_cell(benchmark::State& state, const Cell& cell, double copy_bw);

@@ -120,7 +120,10 @@ int main(int argc, char** argv) {
   std::string cuda_why = "this build has no CUDA kernel";
 #ifdef MUSESPARK_HAVE_CUDA
   cuda_why = musespark::harness::cuda_unavailable_reason();
-  if (cuda_why.empty()) copy_bw = musespark::perf::describe_gpu_and_measure_copy_bandwidth();
+  if (cuda_why.empty()) {
+    copy_bw = musespark::perf::describe_gpu_and_measure_copy_bandwidth();
+    if (!options.flush_l2) musespark::perf::record_launch_floor(options);
+  }
 #endif
   if (!cuda_why.empty()) {
     benchmark::AddCustomContext("gpu", "none: " + cuda_why);
