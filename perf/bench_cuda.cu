@@ -61,19 +61,6 @@ __global__ void launch_floor_kernel(int* out) {
   if (threadIdx.x == 0) *out = 1;
 }
 
-cudaError_t launch_floor_once(int* out, cudaStream_t stream, bool pdl) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(1);
-  cfg.blockDim = dim3(32);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, launch_floor_kernel, out);
-}
-
 }  // namespace
 
 void record_launch_floor(const BenchOptions& options) {
@@ -85,7 +72,8 @@ void record_launch_floor(const BenchOptions& options) {
     cudaGraphExec_t exec;
     check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
     for (int i = 0; i < options.graph_launches; ++i)
-      check_cuda(launch_floor_once(static_cast<int*>(word.get()), stream, options.pdl), "captured launch");
+      check_cuda(cuda::launch_with_pdl(launch_floor_kernel, 1, 32, 0, stream, options.pdl, static_cast<int*>(word.get())),
+                 "captured launch");
     check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
     check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
     Events ev;

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "musespark/routing_math.h"
@@ -42,6 +43,25 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+
+// Every router launch goes through here (and perf's launch-floor kernel, so
+// that it is launched exactly as the router is): PDL, when on, lets the
+// launch overlap the previous kernel's tail.
+template <typename Kernel, typename... Args>
+cudaError_t launch_with_pdl(Kernel kernel, unsigned blocks, unsigned threads, std::size_t smem,
+                            cudaStream_t stream, bool pdl, const Args&... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(blocks);
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
 
 // Reductions over the G lanes of a group (G divides 32; all lanes of the warp

@@ -152,17 +152,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
 template <typename Kernel>
 cudaError_t launch_kernel(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream,
                           bool pdl, const KernelParams& kp, unsigned threads = kBlockThreads) {
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(blocks);
-  cfg.blockDim = dim3(threads);
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, kp);
+  return launch_with_pdl(kernel, blocks, threads, smem, stream, pdl, kp);
 }
 
 // Enough blocks to cover the rows, capped so a grid-stride loop takes over.
