@@ -59,7 +59,9 @@ for step in "${steps[@]}"; do
       tail -1 "$LOGS/build.log" ;;
     test)
       log "ctest -L gpu"
-      ctest --preset gpu > "$LOGS/ctest_gpu.log" 2>&1 || status=1
+      # A per-test limit well under the device call's 10 minutes: a hung kernel
+      # then costs minutes, not the whole call and its logs.
+      ctest --preset gpu --timeout "${CTEST_TIMEOUT:-180}" > "$LOGS/ctest_gpu.log" 2>&1 || status=1
       grep -E "tests passed|tests failed|Skipped|\(Failed\)|\[  FAILED  \]" "$LOGS/ctest_gpu.log" | sort -u | head -30 | tee -a "$OUT/summary.log"
       log "property suite on cuda (RC_PARAMS=${RC_PARAMS:-max_success=300})"
       RC_PARAMS=${RC_PARAMS:-max_success=300} MUSESPARK_PROPERTY_IMPLS=cuda \
