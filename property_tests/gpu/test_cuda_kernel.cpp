@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "harness/cuda_case.h"
@@ -198,6 +199,44 @@ TEST(CudaKernel, ThresholdSelectionEqualsRoundSelection) {
         expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
                              "threshold vs round selection, " + where);
       }
+}
+
+// Threshold selection takes a row without shared-memory ranking when its k
+// rounds over the lane maxima each took one lane and exactly k experts reach
+// tau. Rows here sit at the edges of that test: exactly k non-NaN experts
+// (tau from every round) with two of them tied across lanes, ties inside a
+// lane, k distinct lanes, and one lane short of k.
+TEST(CudaKernel, ThresholdSelectionFastPathEdges) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {256, 512}) {
+    for (std::int64_t k : {1, 2, 8}) {
+      CaseConfig cfg;
+      cfg.experts = E;
+      cfg.topk = k;
+      cfg.tokens = 2048;
+      cfg.bias = harness::BiasDistribution::kZero;
+      cfg.seed = static_cast<std::uint64_t>(E * 10 + k);
+      RoutingCase c(cfg);
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      for (std::int64_t t = 0; t < cfg.tokens; ++t) {
+        const int shape = static_cast<int>(t % 4);
+        if (shape == 3) continue;  // a plain random row
+        // Experts e * 4 (e < 32) sit in distinct lanes under every vector
+        // width of the E >= 256 tiers (lane = (e / V) % 32, V <= 4 for fp32).
+        for (std::int64_t e = 0; e < E; ++e) c.set_logit(t, e, nan);
+        const std::int64_t live = shape == 2 ? k - 1 : k;  // shape 2: fewer than k
+        for (std::int64_t j = 0; j < std::max<std::int64_t>(live, 1); ++j)
+          c.set_logit(t, j * 4, 1.0f + 0.25f * static_cast<float>(j));
+        if (shape == 0 && k >= 2) c.set_logit(t, 4, c.logit(t, 0));       // tie across lanes
+        if (shape == 1) c.set_logit(t, 1, c.logit(t, 4 * (k - 1)));       // tie inside lane 0 (experts 0-3)
+      }
+      const RoutingOutput automatic = harness::run_cuda_case(c);
+      const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k);
+      EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << where;
+      expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
+                           "threshold vs round selection, " + where);
+    }
+  }
 }
 
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
