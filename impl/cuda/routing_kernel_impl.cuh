@@ -174,6 +174,12 @@ cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bo
                          kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
                          bias_addr % (kBiasVec * sizeof(float)) == 0 &&
                          (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+  // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
+  // drop their bound checks; others keep one kernel per vector width.
+  if constexpr (P >= 8) {
+    if (vector_ok && kp.num_experts == G * P)
+      return launch_kernel(route_register_kernel<T, G, P, kVec, true>, blocks, 0, stream, pdl, kp);
+  }
   if (vector_ok) return launch_kernel(route_register_kernel<T, G, P, kVec>, blocks, 0, stream, pdl, kp);
   return launch_kernel(route_register_kernel<T, G, P, 1>, blocks, 0, stream, pdl, kp);
 }

@@ -118,7 +118,10 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
 template <int P>
 inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 
-template <typename T, int G, int P, int V>
+// kFull: E == G * P, every register holds an expert; the validity of a
+// register is then the row's liveness, and the per-register bound checks
+// (and the predicate registers they spill to) disappear.
+template <typename T, int G, int P, int V, bool kFull = false>
 __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
@@ -151,7 +154,7 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
     float s[P];
     bool valid[P];
 #pragma unroll
-    for (int i = 0; i < P; ++i) valid[i] = live && expert_of(i) < E;
+    for (int i = 0; i < P; ++i) valid[i] = live && (kFull || expert_of(i) < E);
     // The bias, vectorized like the logits (the launch checks its alignment
     // when V > 1). Each thread usually owns one row (the grid covers T), so
     // loading it outside the row loop would only hold registers longer.
