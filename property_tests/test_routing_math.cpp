@@ -40,5 +40,21 @@ TEST(RoutingMath, OrderedScoreFollowsFloatOrderAndInvertsExactly) {
   EXPECT_LT(rm::ordered_score(-INFINITY), rm::ordered_score(-std::numeric_limits<float>::max()));
 }
 
+// The softmax denominator's fixed-point term: the multiply-and-truncate form
+// the kernels use equals the bit-level definition on every fp32 in [0, 1].
+TEST(RoutingMath, SoftmaxTermFixedEqualsTheBitLevelDefinitionOnEveryValue) {
+  const std::uint32_t one = float_as_bits(1.0f);
+  std::uint64_t checked = 0;
+  for (std::uint32_t b = 0; b <= one; ++b) {
+    const float e = bits_as_float(b);
+    const std::uint64_t fast = rm::softmax_term_fixed(e), exact = rm::softmax_term_fixed_by_bits(e);
+    if (fast != exact) FAIL() << "e = " << e << " (bits 0x" << std::hex << b << "): " << std::dec << fast << " vs " << exact;
+    ++checked;
+  }
+  EXPECT_EQ(checked, std::uint64_t{one} + 1);
+  EXPECT_EQ(rm::softmax_term_fixed(1.0f), std::uint64_t{1} << 40);
+  EXPECT_EQ(rm::softmax_term_fixed(0.0f), 0u);
+}
+
 }  // namespace
 }  // namespace musespark
