@@ -71,7 +71,7 @@ for step in "${steps[@]}"; do
     sanitize)
       for tool in memcheck racecheck; do
         log "compute-sanitizer --tool $tool (Sanitizer.*, CudaLoader.*)"
-        for bin in test_cuda_kernel:Sanitizer.* test_cuda_loader:*many_chunks*; do
+        for bin in test_cuda_kernel:Sanitizer.* test_cuda_thread_row:Sanitizer.* test_cuda_loader:*many_chunks*; do
           compute-sanitizer --tool "$tool" --error-exitcode 99 ./build/gpu/property_tests/${bin%%:*} \
             --gtest_filter="${bin#*:}" > "$LOGS/sanitizer.tmp" 2>&1 || status=1
           cat "$LOGS/sanitizer.tmp" >> "$LOGS/sanitizer.log"

@@ -36,14 +36,26 @@ template <typename... Parts>
 
 }  // namespace
 
+const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes) {
+  if (kp.num_experts % 16 != 0) return "num_experts is not a multiple of 16";
+  if (kp.num_experts > 512) return "num_experts > 512";
+  if (kp.topk > 8) return "topk > 8";
+  if (kp.logits_col_stride != 1) return "the logits are not contiguous along the experts";
+  if (reinterpret_cast<std::uintptr_t>(kp.logits) % 16 != 0) return "the logits are not 16-byte aligned";
+  if (kp.num_tokens > 1 && (kp.logits_row_stride * logit_bytes) % 16 != 0)
+    return "the logits row stride is not a multiple of 16 bytes";
+  if (reinterpret_cast<std::uintptr_t>(kp.bias) % 16 != 0) return "the bias is not 16-byte aligned";
+  return nullptr;
+}
+
 cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
   validate_routing_params(p);
   if (p.device != Device::kCuda) fail("tensors are not on a CUDA device");
   if (p.num_experts > kSharedPathMaxExperts)
     fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
   if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
-  if (options.force_path < 0 || options.force_path > 4)
-    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3 or 4");
+  if (options.force_path < 0 || options.force_path > 5)
+    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4 or 5");
   if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4) {
     if (p.num_experts > kRegisterPathMaxExperts)
       fail(options.force_path == 4 ? "the split-row path" : "the register path", " was forced but num_experts = ",
@@ -76,6 +88,11 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   kp.softmax = p.normalization == Normalization::kSoftmax;
   kp.ids_int64 = p.ids_dtype == DType::kInt64;
   kp.threshold_select = false;  // decided with the tier, per launch
+
+  if (options.force_path == 5) {
+    if (const char* why = thread_row_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype))))
+      fail("the row-per-thread path was forced but ", why);
+  }
 
   const bool pdl = options.enable_pdl && device_supports_pdl();
   switch (p.logits_dtype) {

@@ -1,13 +1,16 @@
 // The CUDA router kernel of SPEC section 1: parameters, tiers and launch.
 //
-// Three kernel shapes share the per-element arithmetic of routing_math.h:
+// Four kernel shapes share the per-element arithmetic of routing_math.h:
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
 //  * the split-row path (T <= 128, 128 < E <= 512): a block of E / 64 warps
 //    per row, each warp's top-k merged by one warp;
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
-//    per row, scores staged in shared memory, block-wide rounds.
+//    per row, scores staged in shared memory, block-wide rounds;
+//  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
+//    one thread per row, a threshold from per-bucket maxima and an exact
+//    sorted list of the experts that reach it.
 // Selection keys are unique and the softmax sum is fixed point, so which
 // path, tier or vector width runs never changes a bit of the result.
 #pragma once
@@ -54,7 +57,8 @@ struct LaunchOptions {
   // Forces a path, for tests that prove the paths agree: 0 = automatic,
   // 1 = register path (E <= 512), 2 = shared-memory path, 3 = register path
   // with scalar loads even when vector loads are possible, 4 = split-row
-  // path (E <= 512).
+  // path (E <= 512), 5 = row-per-thread path (thread_row_unsupported says
+  // when it cannot run).
   int force_path = 0;
   // Register path: select every row by k group-wide rounds, never by the
   // threshold filter, for tests that prove the two selections agree.
@@ -64,6 +68,10 @@ struct LaunchOptions {
 constexpr std::int64_t kRegisterPathMaxExperts = 512;
 constexpr std::int64_t kSharedPathMaxExperts = 16384;
 constexpr std::int64_t kMaxTopK = 64;
+
+// Why the row-per-thread path cannot take `kp` (logits of `logit_bytes`
+// each), or nullptr when it can.
+const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes);
 
 // Validates `p` (device kCuda), then launches on `stream`. Allocation-free
 // and free of host synchronization, so it can be captured in a CUDA graph.

@@ -116,8 +116,12 @@ __device__ __forceinline__ bool row_is_padded(const KernelParams& p, std::int64_
   return p.is_padding != nullptr && p.is_padding[row * p.padding_stride];
 }
 
+// x = m * G rounded to fp32 (SPEC step 1). __fmul_rn keeps the compiler from
+// fusing the product into a later add (x - max under softmax, or the range
+// reduction inside expf), which could differ between kernels that inline
+// this into different code; every path must make the same bits.
 __device__ __forceinline__ float apply_multiplier(const KernelParams& p, float x) {
-  return p.has_multiplier ? p.multiplier * x : x;
+  return p.has_multiplier ? __fmul_rn(p.multiplier, x) : x;
 }
 
 }  // namespace musespark::cuda

@@ -8,6 +8,7 @@
 #include "routing_kernel_common.cuh"
 #include "routing_register_path.cuh"
 #include "routing_split_row_path.cuh"
+#include "routing_thread_row_path.cuh"
 
 namespace musespark::cuda {
 
@@ -205,25 +206,49 @@ cudaError_t launch_split_row(const KernelParams& kp, cudaStream_t stream, bool p
   return launch_split_row_tier<T, 8>(kp, stream, pdl);
 }
 
-// Dynamic shared memory beyond the 48 KB default needs an opt-in per kernel
-// and device; the largest size granted so far is remembered per device so the
-// attribute call is made once, not per launch.
-template <typename T>
-cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const std::size_t smem = static_cast<std::size_t>(kp.num_experts) * (sizeof(std::uint64_t) + sizeof(float));
+// Dynamic shared memory beyond the 48 KB default (static included) needs an
+// opt-in per kernel and device; the largest size granted so far is
+// remembered per kernel and device so the attribute call is made once, not
+// per launch.
+template <auto kKernel>
+cudaError_t allow_dynamic_smem(std::size_t dynamic_bytes, std::size_t static_bytes) {
+  if (dynamic_bytes + static_bytes <= 48 * 1024) return cudaSuccess;
   constexpr int kMaxDevices = 64;
   static std::atomic<std::size_t> granted[kMaxDevices] = {};
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
   if (err != cudaSuccess) return err;
   std::atomic<std::size_t>& slot = granted[device % kMaxDevices];
-  if (smem + sizeof(BlockScratch) > 48 * 1024 && slot.load(std::memory_order_relaxed) < smem) {
-    err = cudaFuncSetAttribute(route_shared_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(smem));
-    if (err != cudaSuccess) return err;
-    slot.store(smem, std::memory_order_relaxed);
-  }
+  if (slot.load(std::memory_order_relaxed) >= dynamic_bytes) return cudaSuccess;
+  err = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_bytes));
+  if (err == cudaSuccess) slot.store(dynamic_bytes, std::memory_order_relaxed);
+  return err;
+}
+
+template <typename T>
+cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const std::size_t smem = static_cast<std::size_t>(kp.num_experts) * (sizeof(std::uint64_t) + sizeof(float));
+  const cudaError_t err = allow_dynamic_smem<route_shared_kernel<T>>(smem, sizeof(BlockScratch));
+  if (err != cudaSuccess) return err;
   return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
+}
+
+template <typename T, int K>
+cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const std::size_t smem = thread_row_smem_bytes(kp.num_experts);
+  const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K>>(smem, 0);
+  if (err != cudaSuccess) return err;
+  const unsigned blocks = grid_for((kp.num_tokens + kThreadRowBlockThreads - 1) / kThreadRowBlockThreads);
+  return launch_kernel(route_thread_row_kernel<T, K>, blocks, smem, stream, pdl, kp, kThreadRowBlockThreads);
+}
+
+// The caller has checked thread_row_unsupported. K tiers: the sorted list
+// costs K compares per listed expert.
+template <typename T>
+cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.topk == 1) return launch_thread_row_tier<T, 1>(kp, stream, pdl);
+  if (kp.topk <= 4) return launch_thread_row_tier<T, 4>(kp, stream, pdl);
+  return launch_thread_row_tier<T, 8>(kp, stream, pdl);
 }
 
 // Up to this many rows, E in (128, 512] takes the split-row path: a block of
@@ -249,6 +274,10 @@ constexpr int kThresholdSelectMinExperts = 129;
 // Where "many" starts was measured on the H200 (docs/performance.md): for
 // E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
 // 8192 rows and win at 65536, so from 32768.
+// From this many rows the row-per-thread path runs wherever it can: with
+// one row per thread it needs tens of thousands of rows to fill the GPU.
+constexpr std::int64_t kThreadRowMinRows = 32768;
+
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
@@ -257,6 +286,9 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   KernelParams kp = kp_in;
   kp.threshold_select = !options.force_round_selection && rows >= kThresholdSelectMinRows &&
                         E >= kThresholdSelectMinExperts;
+  if (options.force_path == 5 ||
+      (options.force_path == 0 && rows >= kThreadRowMinRows && !thread_row_unsupported(kp, sizeof(T))))
+    return launch_thread_row<T>(kp, stream, pdl);
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
                                   rows <= kSplitRowMaxRows))
     return launch_split_row<T>(kp, stream, pdl);

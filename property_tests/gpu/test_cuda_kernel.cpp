@@ -12,6 +12,7 @@
 #include "harness/implementations.h"
 #include "musespark/errors.h"
 #include "../test_support.h"
+#include "cuda_test_support.h"
 
 namespace musespark {
 namespace {
@@ -20,22 +21,7 @@ using harness::CaseConfig;
 using harness::RoutingCase;
 using harness::RoutingOutput;
 
-#define SKIP_WITHOUT_GPU()                                                       \
-  do {                                                                           \
-    if (const std::string why = harness::cuda_unavailable_reason(); !why.empty()) \
-      GTEST_SKIP() << why;                                                       \
-  } while (0)
-
-void expect_bitwise_equal(const RoutingOutput& a, const RoutingOutput& b, const std::string& what) {
-  ASSERT_EQ(a.weights.size(), b.weights.size());
-  int shown = 0;
-  for (std::size_t i = 0; i < a.weights.size(); ++i) {
-    const bool same = std::memcmp(&a.weights[i], &b.weights[i], 4) == 0 && a.ids[i] == b.ids[i];
-    if (!same && shown++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " differs: (" << a.ids[i] << ", " << a.weights[i]
-                    << ") vs (" << b.ids[i] << ", " << b.weights[i] << ")";
-  }
-}
+using testing::expect_bitwise_equal;
 
 // ---- the reference grid of issue 3 ---------------------------------------
 std::vector<CaseConfig> kernel_grid() {

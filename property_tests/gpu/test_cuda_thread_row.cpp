@@ -1,0 +1,169 @@
+// The row-per-thread path (impl/cuda/routing_thread_row_path.cuh) against
+// the float64 reference and, bit for bit, against the register path, on
+// every logits distribution and at the edges of its selection: tau = 0
+// (fewer than k buckets hold a number), more listed experts than the list
+// holds, the top experts all in one bucket, ties in the stored key halves.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "harness/cuda_case.h"
+#include "musespark/errors.h"
+#include "../test_support.h"
+#include "cuda_test_support.h"
+
+namespace musespark {
+namespace {
+
+using harness::CaseConfig;
+using harness::RoutingCase;
+using harness::RoutingOutput;
+using testing::expect_bitwise_equal;
+
+constexpr int kThreadRowPath = 5;  // cuda::LaunchOptions::force_path
+constexpr int kRegisterPath = 1;
+
+using harness::describe;
+
+void expect_reference_and_register_path(const RoutingCase& c, const std::string& where) {
+  const RoutingOutput thread_row = harness::run_cuda_case(c, {.force_path = kThreadRowPath});
+  EXPECT_TRUE(testing::Passes(harness::compare_output(c, thread_row))) << where;
+  expect_bitwise_equal(thread_row, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
+                       "row-per-thread vs register path, " + where);
+}
+
+TEST(ThreadRowPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
+      harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
+      harness::LogitsDistribution::kHuge};
+  const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
+  std::uint64_t i = 0;
+  for (std::int64_t E : {16, 64, 128, 256, 512})
+    for (std::int64_t k : {1, 2, 4, 5, 8})
+      for (auto dist : dists) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = 300;  // not a multiple of the 64-thread block
+        cfg.logits = dist;
+        cfg.logits_dtype = dtypes[i % 3];
+        cfg.normalization = i % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.bias = static_cast<harness::BiasDistribution>(i % 6);
+        cfg.padding = i % 4 == 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
+        if (i % 3 == 0) cfg.multiplier = 0.17677669529663687;
+        if (i % 4 == 2) cfg.eps = 1e-15;
+        cfg.extra_rows = static_cast<std::int64_t>(i % 2);
+        cfg.extra_cols = static_cast<std::int64_t>((i / 2) % 2);
+        cfg.ids_dtype = i % 5 == 0 ? DType::kInt64 : DType::kInt32;
+        cfg.seed = testing::test_seed() * 104729 + i++;
+        const RoutingCase c(cfg);
+        expect_reference_and_register_path(c, describe(cfg));
+      }
+}
+
+// Rows built for each branch of the selection, 16 rows of each shape.
+TEST(ThreadRowPath, SelectionEdges) {
+  SKIP_WITHOUT_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (std::int64_t E : {64, 256, 512})
+    for (std::int64_t k : {1, 4, 8}) {
+      for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = 16 * 8;
+        cfg.normalization = norm;
+        cfg.bias = harness::BiasDistribution::kZero;
+        cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 10 + k);
+        RoutingCase c(cfg);
+        for (std::int64_t t = 0; t < cfg.tokens; ++t) {
+          const int shape = static_cast<int>(t / 16);
+          for (std::int64_t e = 0; e < E; ++e) {
+            float x = c.logit(t, e);
+            switch (shape) {
+              case 0: x = e % 16 < k - 1 ? 0.5f : nan; break;                  // fewer than k buckets hold a number: tau = 0
+              case 1: x = 1.0f; break;                                          // all tied: more listed than the list holds
+              case 2: x = e % 16 == 3 ? 4.0f + 0.001f * static_cast<float>(e) : -4.0f; break;  // the best all in bucket 3
+              case 3: x = 2.0f + 1e-6f * static_cast<float>(e % 40); break;     // distinct keys, equal stored halves
+              case 4: x = e == E - 1 ? inf : (e % 2 ? -inf : nan); break;       // infinities, NaNs, one +inf
+              case 5: x = e % 3 == 0 ? 3.0f : x; break;                         // exact ties among the best
+              case 6: x = -inf; break;                                          // all -inf (softmax: the NaN class)
+              default: break;                                                   // a plain random row
+            }
+            c.set_logit(t, e, x);
+          }
+        }
+        expect_reference_and_register_path(c, "edges " + describe(cfg));
+      }
+    }
+}
+
+// From kThreadRowMinRows rows the path runs without being forced.
+TEST(ThreadRowPath, TakesLargeBatchesByItself) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {64, 256}) {
+    CaseConfig cfg;
+    cfg.experts = E;
+    cfg.topk = 8;
+    cfg.tokens = 40000;
+    cfg.logits_dtype = DType::kBFloat16;
+    cfg.padding = harness::PaddingMode::kSparse;
+    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E);
+    const RoutingCase c(cfg);
+    const RoutingOutput automatic = harness::run_cuda_case(c);
+    EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << describe(cfg);
+    expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
+                         "automatic vs register path, " + describe(cfg));
+  }
+}
+
+TEST(ThreadRowPath, ForcedOnAnUnsupportedCallIsAClearError) {
+  SKIP_WITHOUT_GPU();
+  struct Bad {
+    std::int64_t experts, topk;
+    harness::LogitsLayout layout;
+    const char* message;
+  };
+  for (const Bad& bad : {Bad{72, 4, harness::LogitsLayout::kContiguous, "num_experts is not a multiple of 16"},
+                         Bad{64, 9, harness::LogitsLayout::kContiguous, "topk > 8"},
+                         Bad{64, 4, harness::LogitsLayout::kColumnStrided, "not contiguous along the experts"}}) {
+    CaseConfig cfg;
+    cfg.experts = bad.experts;
+    cfg.topk = bad.topk;
+    cfg.tokens = 4;
+    cfg.layout = bad.layout;
+    try {
+      (void)harness::run_cuda_case(RoutingCase(cfg), {.force_path = kThreadRowPath});
+      ADD_FAILURE() << "no error for " << describe(cfg);
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.message), std::string::npos) << e.what();
+    }
+  }
+}
+
+// For compute-sanitizer (scripts/gpu_run.sh sanitize): shared-memory slices
+// and candidate lists at the largest E, padding, partial blocks.
+TEST(Sanitizer, ThreadRowPath) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {16, 256, 512}) {
+    CaseConfig cfg;
+    cfg.experts = E;
+    cfg.topk = 8;
+    cfg.tokens = 130;
+    cfg.logits = E == 256 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+    cfg.normalization = E == 512 ? Normalization::kSoftmax : Normalization::kSigmoid;
+    cfg.padding = harness::PaddingMode::kSparse;
+    const RoutingCase c(cfg);
+    EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c, {.force_path = kThreadRowPath}))))
+        << describe(cfg);
+  }
+}
+
+}  // namespace
+}  // namespace musespark
