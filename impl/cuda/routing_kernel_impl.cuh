@@ -235,7 +235,7 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 
 template <typename T, int K>
 cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const std::size_t smem = thread_row_smem_bytes(kp.num_experts);
+  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts);
   const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K>>(smem, 0);
   if (err != cudaSuccess) return err;
   const unsigned blocks = grid_for((kp.num_tokens + kThreadRowBlockThreads - 1) / kThreadRowBlockThreads);
