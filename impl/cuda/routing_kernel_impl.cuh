@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
       fixed = block_sum_u64(fixed, sc);
       any_nan = block_any(any_nan, sc);
       const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-      for (int e = tid; e < E; e += kBlockThreads) s[e] = s[e] / sum;
+      for (int e = tid; e < E; e += kBlockThreads) s[e] = rm::softmax_share(s[e], sum);
     }
 
     std::uint64_t my_best = 0;

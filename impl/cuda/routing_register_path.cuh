@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
       any_nan = group_max_u32<G>(any_nan);
       const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
 #pragma unroll
-      for (int i = 0; i < P; ++i) s[i] = s[i] / sum;
+      for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
     }
 
     // Selection input q = s + bias; NaN marks registers that hold no expert

@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
       for (int w = 0; w < W; ++w) fixed += warp_sum[w], any_nan |= warp_nan[w];
       const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
 #pragma unroll
-      for (int i = 0; i < P; ++i) s[i] = s[i] / sum;
+      for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
     }
 
     // ---- each warp: its slice's top-k, in key order, to shared memory -------

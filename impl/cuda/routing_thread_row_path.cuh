@@ -284,7 +284,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
         }
       });
       const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-      thread_row_select<T, K>(p, stream, logits, live, [mx, sum](float x) { return rm::exp_f32(x - mx) / sum; }, halves,
+      thread_row_select<T, K>(p, stream, logits, live, [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); }, halves,
                               cand, top_ord, top_expert, top_score);
     }
     if (!in_range) continue;

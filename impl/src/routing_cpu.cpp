@@ -48,7 +48,7 @@ void normalized_scores(const RoutingParams& p, const RoutingScalars& s, std::int
     else fixed += rm::softmax_term_fixed(scores[e]);
   }
   const float sum = any_nan ? NAN : rm::softmax_sum_from_fixed(fixed);
-  for (std::int64_t e = 0; e < E; ++e) scores[e] = scores[e] / sum;
+  for (std::int64_t e = 0; e < E; ++e) scores[e] = rm::softmax_share(scores[e], sum);
 }
 
 }  // namespace

@@ -32,7 +32,46 @@ MS_HOST_DEVICE inline bool is_nan_bits(std::uint32_t bits) {
   return (bits & 0x7FFFFFFFu) > 0x7F800000u;
 }
 
-MS_HOST_DEVICE inline float sigmoid(float x) { return 1.0f / (1.0f + exp_f32(-x)); }
+#ifdef __CUDA_ARCH__
+// 1 / b for b >= 1 (or NaN), without the slow-path branch of IEEE division:
+// the hardware estimate refined by one Newton step, |r - 1/b| <= 0.5 ulp +
+// 2^-46 / b, the second term O(u^2) like those the accuracy derivation
+// drops (docs/accuracy.md). The branch of the IEEE sequence keeps the
+// compiler from interleaving a thread's experts, which bounds the
+// row-per-thread path. b >= 2^100 is scaled by 2^-32 first so that the
+// estimate stays normal (the estimate flushes subnormals): the result is
+// then rounded once more, into the subnormal range at worst. b = inf gives 0.
+__device__ inline float reciprocal_from_one(float b) {
+  const float scale = b >= 0x1p100f ? 0x1p-32f : 1.0f;
+  const float bs = b * scale;  // exact: a power-of-two scaling of a large normal
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(bs));
+  r = fmaf(r, fmaf(-bs, r, 1.0f), r);
+  return b == INFINITY ? 0.0f : r * scale;
+}
+#endif
+
+MS_HOST_DEVICE inline float sigmoid(float x) {
+#ifdef __CUDA_ARCH__
+  return reciprocal_from_one(1.0f + exp_f32(-x));
+#else
+  return 1.0f / (1.0f + exp_f32(-x));
+#endif
+}
+
+// p = e / sum for a softmax term e in [0, 1] and the row's sum in [1, 2^23]
+// (or NaN). On the GPU: quotient and remainder corrected once from the
+// refined reciprocal (the IEEE sequence without its range-check branch;
+// correctly rounded but for O(u^2) cases, which the derivation drops).
+MS_HOST_DEVICE inline float softmax_share(float e, float sum) {
+#ifdef __CUDA_ARCH__
+  const float r = reciprocal_from_one(sum);
+  const float q0 = e * r;
+  return fmaf(fmaf(-sum, q0, e), r, q0);
+#else
+  return e / sum;
+#endif
+}
 
 // Order-preserving map of an fp32 score onto uint32; NaN maps to 0, below -inf.
 MS_HOST_DEVICE inline std::uint32_t ordered_score(float q) {
