@@ -90,22 +90,39 @@ struct ThreadRowStream {
     }
   }
 
-  // body(x, c): x[16] the lane's own row's logits c .. c + 15.
-  template <typename Body>
-  __device__ __forceinline__ void each(int num_experts, Body body) {
+  // body(x, b, c): x[16] the lane's own row's logits c .. c + 15 and, with
+  // kBias, b[16] their bias (prefetched with the logits: a bias load used
+  // at once was the kernel's largest stall); without it b is zeros.
+  template <bool kBias, typename Body>
+  __device__ __forceinline__ void each(int num_experts, const float* bias, Body body) {
     const int lane = threadIdx.x % 32;
+    const auto* bias4 = reinterpret_cast<const float4*>(bias);
     uint4 next[kVec];
+    float4 next_b[kThreadRowBuckets / 4];
 #pragma unroll
     for (int j = 0; j < kVec; ++j) next[j] = ok[j] ? *reinterpret_cast<const uint4*>(src[j]) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+    for (int u = 0; u < kThreadRowBuckets / 4; ++u) {
+      if constexpr (kBias) next_b[u] = bias4[u];
+      else next_b[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
     for (int c = 0; c < num_experts; c += kThreadRowBuckets) {
       __syncwarp();  // the lanes have read the previous chunk
 #pragma unroll
       for (int j = 0; j < kVec; ++j) buf[slot[j]] = next[j];
       __syncwarp();
+      float b[kThreadRowBuckets];
+#pragma unroll
+      for (int u = 0; u < kThreadRowBuckets / 4; ++u)
+        b[4 * u] = next_b[u].x, b[4 * u + 1] = next_b[u].y, b[4 * u + 2] = next_b[u].z, b[4 * u + 3] = next_b[u].w;
       if (c + kThreadRowBuckets < num_experts) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j)
           next[j] = ok[j] ? *reinterpret_cast<const uint4*>(src[j] + c + kThreadRowBuckets) : make_uint4(0, 0, 0, 0);
+        if constexpr (kBias) {  // the same address in every lane: one transaction
+#pragma unroll
+          for (int u = 0; u < kThreadRowBuckets / 4; ++u) next_b[u] = bias4[(c + kThreadRowBuckets) / 4 + u];
+        }
       }
       float x[kThreadRowBuckets];
 #pragma unroll
@@ -114,7 +131,7 @@ struct ThreadRowStream {
 #pragma unroll
         for (int v = 0; v < V; ++v) x[u * V + v] = LogitTraits<T>::widen(vec.v[v]);
       }
-      body(x, c);
+      body(x, b, c);
     }
   }
 };
@@ -136,19 +153,12 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
                                                   float (&top_score)[K]) {
   constexpr int kStep = kThreadRowBuckets;
   const int E = p.num_experts;
-  const auto* bias4 = reinterpret_cast<const float4*>(p.bias);
 
   // ---- 1. keys: bucket maxima and the stored high halves ------------------
   std::uint32_t bucket[kStep];
 #pragma unroll
   for (int i = 0; i < kStep; ++i) bucket[i] = 0u;
-  stream.each(E, [&](const float (&x)[kStep], int c) {
-    float b[kStep];
-#pragma unroll
-    for (int u = 0; u < kStep / 4; ++u) {  // the same address in every lane: one transaction
-      const float4 vb = bias4[c / 4 + u];
-      b[4 * u] = vb.x, b[4 * u + 1] = vb.y, b[4 * u + 2] = vb.z, b[4 * u + 3] = vb.w;
-    }
+  stream.template each<true>(E, p.bias, [&](const float (&x)[kStep], const float (&b)[kStep], int c) {
     std::uint32_t packed[kStep / 2];
 #pragma unroll
     for (int i = 0; i < kStep; ++i) {
@@ -266,7 +276,8 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       // The row maximum and the fixed-point sum, exactly as the other paths.
       float mx = -INFINITY;
       bool any_nan = false;
-      stream.each(E, [&](const float (&x)[kThreadRowBuckets], int) {
+      using Chunk = float[kThreadRowBuckets];
+      stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
 #pragma unroll
         for (int i = 0; i < kThreadRowBuckets; ++i) {
           const float xm = apply_multiplier(p, x[i]);
@@ -275,7 +286,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
         }
       });
       std::uint64_t fixed = 0;
-      stream.each(E, [&](const float (&x)[kThreadRowBuckets], int) {
+      stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
 #pragma unroll
         for (int i = 0; i < kThreadRowBuckets; ++i) {
           const float e = rm::exp_f32(apply_multiplier(p, x[i]) - mx);
