@@ -274,17 +274,21 @@ constexpr int kThresholdSelectMinExperts = 129;
 // Where "many" starts was measured on the H200 (docs/performance.md): for
 // E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
 // 8192 rows and win at 65536, so from 32768.
-// Where the row-per-thread path runs by itself: it executes ~45% fewer
+// Where the row-per-thread path runs by itself. It executes ~45% fewer
 // instructions per row than the register path (E = 256: 444 against 806
-// warp instructions), but each thread's row is a long dependent stream and
-// each row holds E 16-bit keys in shared memory, so it needs many resident
-// warps. On the H200 it was faster only with sigmoid, E <= 128 and 65536
-// rows (0.75-0.87x the register path's time; E = 64 bf16 k = 8 1.03x); at
-// 32768 rows, with softmax (three passes over the logits) and at E >= 256
-// (10 warps per SM or fewer, shared memory) it was slower, at E = 512 by
-// 2x (docs/performance.md).
-constexpr std::int64_t kThreadRowMinRows = 65536;
-constexpr int kThreadRowMaxExperts = 128;
+// warp instructions under ncu), but a thread's row is one long dependent
+// stream and each row keeps E 16-bit keys in shared memory, so it needs many
+// rows and resident warps; 16-bit logits halve its staging. Measured on the
+// H200 against the register path (docs/performance.md): sigmoid, E <= 128,
+// 32768+ rows 0.59-0.99x the time (one cell 1.04x); from 65536 rows with
+// 16-bit logits also sigmoid E = 256 (0.85-1.0x) and softmax E <= 128
+// (0.73-0.95x); slower elsewhere: fp32 softmax up to 1.1x, E = 512 1.3-3.7x,
+// and below 32768 rows.
+inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
+  const int E = kp.num_experts;
+  if (kp.num_tokens >= 65536 && logit_bytes == 2) return E <= (kp.softmax ? 128 : 256);
+  return kp.num_tokens >= 32768 && !kp.softmax && E <= 128;
+}
 
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
@@ -295,8 +299,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   kp.threshold_select = !options.force_round_selection && rows >= kThresholdSelectMinRows &&
                         E >= kThresholdSelectMinExperts;
   if (options.force_path == 5 ||
-      (options.force_path == 0 && rows >= kThreadRowMinRows && !kp.softmax && E <= kThreadRowMaxExperts &&
-       !thread_row_unsupported(kp, sizeof(T))))
+      (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
                                   rows <= kSplitRowMaxRows))

@@ -104,11 +104,11 @@ TEST(ThreadRowPath, SelectionEdges) {
     }
 }
 
-// Where the tier table sends it (routing_kernel_impl.cuh: sigmoid, E <= 128,
-// from 65536 rows) the path runs without being forced.
+// Where the tier table sends it (routing_kernel_impl.cuh,
+// thread_row_preferred) the path runs without being forced.
 TEST(ThreadRowPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {64, 128}) {
+  for (std::int64_t E : {64, 128, 256}) {
     CaseConfig cfg;
     cfg.experts = E;
     cfg.topk = 8;
