@@ -66,8 +66,26 @@ class CudaImplementation final : public Implementation {
   RoutingOutput run(const RoutingCase& c) const override { return run_cuda_case(c); }
 };
 
+// The kernel with its row-per-thread path forced on every call that path can
+// take (the rest dispatched as usual), so that the fuzzer and the property
+// suite reach it at any batch size, not only where the tier table sends it.
+class CudaRowPerThreadImplementation final : public Implementation {
+ public:
+  std::string name() const override { return "cuda-row-per-thread"; }
+  std::string description() const override { return "CUDA kernel, row-per-thread path forced where it can run"; }
+  std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
+  RoutingOutput run(const RoutingCase& c) const override {
+    CudaCase dev(c);
+    const bool takes = cuda::thread_row_unsupported(dev.params()) == nullptr;
+    return run_cuda_case(c, {.force_path = takes ? 5 : 0});
+  }
+};
+
 }  // namespace
 
 ImplementationPtr make_cuda_implementation() { return std::make_shared<CudaImplementation>(); }
+ImplementationPtr make_cuda_row_per_thread_implementation() {
+  return std::make_shared<CudaRowPerThreadImplementation>();
+}
 
 }  // namespace musespark::harness

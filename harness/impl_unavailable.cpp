@@ -28,6 +28,10 @@ ImplementationPtr make_cuda_implementation() {
   return std::make_shared<UnavailableImplementation>(
       "cuda", "this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)");
 }
+ImplementationPtr make_cuda_row_per_thread_implementation() {
+  return std::make_shared<UnavailableImplementation>(
+      "cuda-row-per-thread", "this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)");
+}
 #endif
 
 #ifndef MUSESPARK_HAVE_TORCH

@@ -46,6 +46,7 @@ struct HostDestinations {
 // Factories, one file each.
 ImplementationPtr make_cpu_implementation();
 ImplementationPtr make_cuda_implementation();
+ImplementationPtr make_cuda_row_per_thread_implementation();
 ImplementationPtr make_torch_recipe_implementation();
 
 }  // namespace musespark::harness

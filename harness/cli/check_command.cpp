@@ -80,15 +80,15 @@ int run_check(const CheckSettings& s) {
     rows.push_back(row);
   }
 
-  fmt::print("\n{:<14} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", "implementation", "cases", "tokens",
+  fmt::print("\n{:<19} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", "implementation", "cases", "tokens",
              "near-ties", "beyond-fp32", "failed", "seconds", "");
   for (const ImplSummary& r : rows) {
     if (!r.ran) {
-      fmt::print("{:<14} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", r.name, "-", "-", "-", "-", "-", "-", r.note);
+      fmt::print("{:<19} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", r.name, "-", "-", "-", "-", "-", "-", r.note);
       continue;
     }
     std::string verdict = r.failed_cases == 0 ? "PASS" : (r.gating ? "FAIL" : "fails contract (baseline, not gating)");
-    fmt::print("{:<14} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8.2f}  {}: {}\n", r.name, r.cases, r.tokens, r.near_ties,
+    fmt::print("{:<19} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8.2f}  {}: {}\n", r.name, r.cases, r.tokens, r.near_ties,
                r.beyond, r.failed_cases, r.seconds, verdict, r.note);
   }
   fmt::print("\n{}\n", gating_failure ? "check: FAILED" : "check: all production implementations pass");

@@ -48,6 +48,18 @@ const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes) {
   return nullptr;
 }
 
+const char* thread_row_unsupported(const RoutingParams& p) {
+  KernelParams kp{};
+  kp.logits = p.logits;
+  kp.logits_row_stride = p.logits_row_stride;
+  kp.logits_col_stride = p.logits_col_stride;
+  kp.bias = p.bias;
+  kp.num_tokens = p.num_tokens;
+  kp.num_experts = static_cast<std::int32_t>(p.num_experts);
+  kp.topk = static_cast<std::int32_t>(p.topk);
+  return thread_row_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype)));
+}
+
 cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
   validate_routing_params(p);
   if (p.device != Device::kCuda) fail("tensors are not on a CUDA device");

@@ -72,6 +72,7 @@ constexpr std::int64_t kMaxTopK = 64;
 // Why the row-per-thread path cannot take `kp` (logits of `logit_bytes`
 // each), or nullptr when it can.
 const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes);
+const char* thread_row_unsupported(const RoutingParams& p);
 
 // Validates `p` (device kCuda), then launches on `stream`. Allocation-free
 // and free of host synchronization, so it can be captured in a CUDA graph.
