@@ -12,7 +12,7 @@
 //           sum (fixed point, E terms) -> s_rel = sum_i p_i a_i + E 2^-40 + u
 //           p_i = e_i / sum            -> r_i = a_i + s_rel + u
 //   q32     = fl(p32 + b)              -> |q32 - q| <= r p + u|q| + kScoreFloor
-//   weights w_j = fl(fl(s) * p_j / fl(sum_j p_j + eps)), see weight_bound().
+//   weights w_j = fl(fl(s) * fl(p_j / fl(sum_j p_j + eps))), see weight_bound().
 //
 // kScoreFloor absorbs fp32 underflow (a score below 2^-126 is subnormal or 0).
 #pragma once

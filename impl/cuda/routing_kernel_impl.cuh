@@ -140,9 +140,9 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
     __syncthreads();
     float selected_sum = 0.0f;
     for (int j = 0; j < p.topk; ++j) selected_sum += sc.slot_score[j];
-    const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);
+    const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
     for (int j = tid; j < p.topk; j += kBlockThreads)
-      store_slot(p, row, j, sc.slot_score[j] * scale, sc.slot_id[j]);
+      store_slot(p, row, j, rm::routing_weight(sc.slot_score[j], denominator, p.route_scale), sc.slot_id[j]);
     __syncthreads();  // scratch and staged scores are reused by the next row
   }
 }

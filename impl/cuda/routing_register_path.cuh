@@ -235,13 +235,13 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
     if (!selected) round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
 
     if (in_range) {
-      const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
 #pragma unroll
       for (int c = 0; c < kSlotsPerLane; ++c) {
         const int j = c * G + lane;
         if (j < p.topk) {
           if (padded) store_slot(p, row, j, 0.0f, -1);
-          else store_slot(p, row, j, slot_score[c] * scale, slot_id[c]);
+          else store_slot(p, row, j, rm::routing_weight(slot_score[c], denominator, p.route_scale), slot_id[c]);
         }
       }
     }

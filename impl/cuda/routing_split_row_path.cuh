@@ -168,11 +168,11 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
           if (lane == l) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
         }
       }
-      const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
 #pragma unroll
       for (int c = 0; c < kSlotsPerLane; ++c) {
         const int j = c * 32 + lane;
-        if (j < p.topk) store_slot(p, row, j, slot_score[c] * scale, slot_id[c]);
+        if (j < p.topk) store_slot(p, row, j, rm::routing_weight(slot_score[c], denominator, p.route_scale), slot_id[c]);
       }
     }
     __syncthreads();  // the candidate lists and reductions are reused by the next row

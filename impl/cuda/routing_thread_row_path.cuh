@@ -309,10 +309,10 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
 #pragma unroll
     for (int j = 0; j < K; ++j)
       if (j < p.topk) selected_sum += top_score[j];
-    const float scale = rm::weight_scale(selected_sum, p.has_eps, p.eps, p.route_scale);
+    const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
 #pragma unroll
     for (int j = 0; j < K; ++j)
-      if (j < p.topk) store_slot(p, row, j, top_score[j] * scale, static_cast<std::int32_t>(top_expert[j]));
+      if (j < p.topk) store_slot(p, row, j, rm::routing_weight(top_score[j], denominator, p.route_scale), static_cast<std::int32_t>(top_expert[j]));
   }
 }
 

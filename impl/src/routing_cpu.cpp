@@ -71,10 +71,10 @@ void route_cpu(const RoutingParams& p) {
     std::partial_sort(keys.begin(), keys.begin() + k, keys.end(), std::greater<>());
     float sum = 0.0f;
     for (std::int64_t j = 0; j < k; ++j) sum += scores[rm::key_expert(keys[j])];
-    const float scale = rm::weight_scale(sum, s.has_eps, s.eps, s.route_scale);
+    const float denominator = rm::weight_denominator(sum, s.has_eps, s.eps);
     for (std::int64_t j = 0; j < k; ++j) {
       const std::uint32_t e = rm::key_expert(keys[j]);
-      write_row(p, t, j, scores[e] * scale, static_cast<std::int32_t>(e));
+      write_row(p, t, j, rm::routing_weight(scores[e], denominator, s.route_scale), static_cast<std::int32_t>(e));
     }
   }
 }

@@ -141,12 +141,19 @@ MS_HOST_DEVICE inline float softmax_sum_from_fixed(std::uint64_t fixed) {
   return f * 9.094947017729282e-13f;  // 2^-40, exact scaling
 }
 
-// The factor every selected unbiased score is multiplied by:
-// route_scale / (sum of the selected scores in slot order + eps).
-MS_HOST_DEVICE inline float weight_scale(float selected_sum, bool has_eps, float eps,
-                                         float route_scale) {
-  if (has_eps) selected_sum += eps;
-  return route_scale / selected_sum;
+// The weights' denominator: the selected unbiased scores summed in slot
+// order, plus eps.
+MS_HOST_DEVICE inline float weight_denominator(float selected_sum, bool has_eps, float eps) {
+  return has_eps ? selected_sum + eps : selected_sum;
+}
+
+// w = s * (p / D). The share first: p / D <= 1 whenever eps >= 0, so the
+// weight is finite whenever the exact one is. Multiplying p by s / D
+// instead overflows when D is tiny (a row whose selected sigmoid scores are
+// all subnormal: s / D = 100 / 6e-39 is inf in fp32 while the weight is
+// 100; found by the CUDA fuzzer).
+MS_HOST_DEVICE inline float routing_weight(float p, float denominator, float route_scale) {
+  return route_scale * (p / denominator);
 }
 
 }  // namespace musespark::routing_math
