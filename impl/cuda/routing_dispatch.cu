@@ -34,47 +34,8 @@ template <typename... Parts>
   throw_argument_error("fused_musespark1x_routing (CUDA)", parts...);
 }
 
-}  // namespace
-
-const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes) {
-  if (kp.num_experts % 16 != 0) return "num_experts is not a multiple of 16";
-  if (kp.num_experts > 512) return "num_experts > 512";
-  if (kp.topk > 8) return "topk > 8";
-  if (kp.logits_col_stride != 1) return "the logits are not contiguous along the experts";
-  if (reinterpret_cast<std::uintptr_t>(kp.logits) % 16 != 0) return "the logits are not 16-byte aligned";
-  if (kp.num_tokens > 1 && (kp.logits_row_stride * logit_bytes) % 16 != 0)
-    return "the logits row stride is not a multiple of 16 bytes";
-  if (reinterpret_cast<std::uintptr_t>(kp.bias) % 16 != 0) return "the bias is not 16-byte aligned";
-  return nullptr;
-}
-
-const char* thread_row_unsupported(const RoutingParams& p) {
-  KernelParams kp{};
-  kp.logits = p.logits;
-  kp.logits_row_stride = p.logits_row_stride;
-  kp.logits_col_stride = p.logits_col_stride;
-  kp.bias = p.bias;
-  kp.num_tokens = p.num_tokens;
-  kp.num_experts = static_cast<std::int32_t>(p.num_experts);
-  kp.topk = static_cast<std::int32_t>(p.topk);
-  return thread_row_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype)));
-}
-
-cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
-  validate_routing_params(p);
-  if (p.device != Device::kCuda) fail("tensors are not on a CUDA device");
-  if (p.num_experts > kSharedPathMaxExperts)
-    fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
-  if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
-  if (options.force_path < 0 || options.force_path > 5)
-    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4 or 5");
-  if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4) {
-    if (p.num_experts > kRegisterPathMaxExperts)
-      fail(options.force_path == 4 ? "the split-row path" : "the register path", " was forced but num_experts = ",
-           p.num_experts, " > ", kRegisterPathMaxExperts);
-  }
-  if (p.num_tokens == 0) return cudaSuccess;
-
+// The kernels' copy of a validated call, scalars rounded to fp32.
+KernelParams to_kernel_params(const RoutingParams& p) {
   const RoutingScalars s = fp32_scalars(p);
   KernelParams kp{};
   kp.logits = p.logits;
@@ -100,6 +61,43 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   kp.softmax = p.normalization == Normalization::kSoftmax;
   kp.ids_int64 = p.ids_dtype == DType::kInt64;
   kp.threshold_select = false;  // decided with the tier, per launch
+  return kp;
+}
+
+}  // namespace
+
+const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes) {
+  if (kp.num_experts % 16 != 0) return "num_experts is not a multiple of 16";
+  if (kp.num_experts > 512) return "num_experts > 512";
+  if (kp.topk > 8) return "topk > 8";
+  if (kp.logits_col_stride != 1) return "the logits are not contiguous along the experts";
+  if (reinterpret_cast<std::uintptr_t>(kp.logits) % 16 != 0) return "the logits are not 16-byte aligned";
+  if (kp.num_tokens > 1 && (kp.logits_row_stride * logit_bytes) % 16 != 0)
+    return "the logits row stride is not a multiple of 16 bytes";
+  if (reinterpret_cast<std::uintptr_t>(kp.bias) % 16 != 0) return "the bias is not 16-byte aligned";
+  return nullptr;
+}
+
+const char* thread_row_unsupported(const RoutingParams& p) {
+  return thread_row_unsupported(to_kernel_params(p), static_cast<int>(dtype_size(p.logits_dtype)));
+}
+
+cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
+  validate_routing_params(p);
+  if (p.device != Device::kCuda) fail("tensors are not on a CUDA device");
+  if (p.num_experts > kSharedPathMaxExperts)
+    fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
+  if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
+  if (options.force_path < 0 || options.force_path > 5)
+    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4 or 5");
+  if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4) {
+    if (p.num_experts > kRegisterPathMaxExperts)
+      fail(options.force_path == 4 ? "the split-row path" : "the register path", " was forced but num_experts = ",
+           p.num_experts, " > ", kRegisterPathMaxExperts);
+  }
+  if (p.num_tokens == 0) return cudaSuccess;
+
+  const KernelParams kp = to_kernel_params(p);
 
   if (options.force_path == 5) {
     if (const char* why = thread_row_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype))))
