@@ -8,8 +8,9 @@
 //   --flush-l2        time single launches after an L2 flush (default: warm L2, graph replay)
 //   --no-pdl          launch without programmatic dependent launch
 //   --graph-launches=N  launches per replayed graph (default 20)
-//   --force-path=N    1 register path, 2 shared-memory path, 4 split-row path (tier-table tuning;
-//                     cells the forced path cannot run are reported as errors)
+//   --force-path=N    1 register path, 2 shared-memory path, 3 register path with scalar loads,
+//                     4 split-row path, 5 row-per-thread path (tier-table tuning; cells the
+//                     forced path cannot run are reported as errors)
 //   --force-rounds    register path: select by rounds, never by the threshold filter
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
 //   --norms=sigmoid,softmax --padding=none,half
