@@ -267,13 +267,6 @@ constexpr std::int64_t kSplitRowMaxRows = 128;
 constexpr std::int64_t kThresholdSelectMinRows = 1024;
 constexpr int kThresholdSelectMinExperts = 129;
 
-// The tier table. A register tier is (group lanes G, experts per lane P),
-// E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
-// dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
-// share a warp and the k rounds of group reductions are paid once per warp.
-// Where "many" starts was measured on the H200 (docs/performance.md): for
-// E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
-// 8192 rows and win at 65536, so from 32768.
 // Where the row-per-thread path runs by itself. It executes ~45% fewer
 // instructions per row than the register path (E = 256: 444 against 806
 // warp instructions under ncu), but a thread's row is one long dependent
@@ -290,6 +283,13 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   return kp.num_tokens >= 32768 && !kp.softmax && E <= 128;
 }
 
+// The tier table. A register tier is (group lanes G, experts per lane P),
+// E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
+// dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
+// share a warp and the k rounds of group reductions are paid once per warp.
+// Where "many" starts was measured on the H200 (docs/performance.md): for
+// E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
+// 8192 rows and win at 65536, so from 32768.
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
