@@ -28,7 +28,9 @@ class CudaCase {
   RoutingParams params_;
 };
 
-// Runs the kernel once on a fresh stream and returns the destinations.
+// Runs the kernel once on a fresh stream and returns the destinations: on
+// a case uploaded here, or on one already uploaded.
 RoutingOutput run_cuda_case(const RoutingCase& c, const cuda::LaunchOptions& options = {});
+RoutingOutput run_cuda_case(const CudaCase& dev, const cuda::LaunchOptions& options);
 
 }  // namespace musespark::harness

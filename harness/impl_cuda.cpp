@@ -45,7 +45,10 @@ RoutingOutput CudaCase::read_output() const {
 }
 
 RoutingOutput run_cuda_case(const RoutingCase& c, const cuda::LaunchOptions& options) {
-  CudaCase dev(c);
+  return run_cuda_case(CudaCase(c), options);
+}
+
+RoutingOutput run_cuda_case(const CudaCase& dev, const cuda::LaunchOptions& options) {
   cudaStream_t stream;
   check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   const cudaError_t err = cuda::launch_routing(dev.params(), stream, options);
@@ -75,9 +78,9 @@ class CudaRowPerThreadImplementation final : public Implementation {
   std::string description() const override { return "CUDA kernel, row-per-thread path forced where it can run"; }
   std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
   RoutingOutput run(const RoutingCase& c) const override {
-    CudaCase dev(c);
+    const CudaCase dev(c);
     const bool takes = cuda::thread_row_unsupported(dev.params()) == nullptr;
-    return run_cuda_case(c, {.force_path = takes ? 5 : 0});
+    return run_cuda_case(dev, {.force_path = takes ? 5 : 0});
   }
 };
 
