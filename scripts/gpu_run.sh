@@ -14,8 +14,8 @@
 #   perf      routing_benchmark on PERF_PRESET (anchor), rendered against the anchor CSV
 #   ab        the same preset on the kernel of .baseline/ (scripts/make_baseline.sh
 #             COMMIT, carried) and this tree, interleaved, then `render_report.py compare`
-#   paths     the register and shared-memory paths forced on the same cells
-#             (PATHS_AXES), for tuning the tier table
+#   paths     the paths of PATHS_FORCE ("1 2": register, shared) forced on the same
+#             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS (NCU_SOURCE=1: per-instruction counts too)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
@@ -124,23 +124,30 @@ for step in "${steps[@]}"; do
       done ;;
     paths)
       axes=${PATHS_AXES:---tokens=1,16,128,1024,4096 --experts=64,128,256,512 --topk=8 --dtypes=float32 --norms=sigmoid,softmax}
-      for path in 1 2; do
-        log "paths: --force-path=$path $axes"
+      forced=(${PATHS_FORCE:-1 2})
+      tag=${PATHS_TAG:-paths}
+      files=()
+      for path in "${forced[@]}"; do
+        log "$tag: --force-path=$path $axes"
         $bench --impls=cuda $axes --force-path=$path --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-          --benchmark_out="$WORK/paths_$path.json" --benchmark_out_format=json > "$LOGS/paths_$path.log" 2>&1 || status=1
+          --benchmark_out="$WORK/${tag}_$path.json" --benchmark_out_format=json > "$LOGS/${tag}_$path.log" 2>&1 || status=1
+        files+=("$WORK/${tag}_$path.json")
       done
-      python3 - "$WORK/paths_1.json" "$WORK/paths_2.json" <<'PY' | tee -a "$OUT/summary.log"
-import json, sys
-def medians(path):
-    out = {}
+      # One row per cell, one column per forced path (median us; "-" where the
+      # path cannot run the cell), so the tier table can be set from it.
+      python3 - "${files[@]}" <<'PY' | tee -a "$OUT/summary.log" "$LOGS/${tag}_table.txt"
+import json, sys, re
+cols, cells = [], {}
+for path in sys.argv[1:]:
+    col = "path " + re.search(r"_(\d+)\.json$", path).group(1)
+    cols.append(col)
     for b in json.load(open(path))["benchmarks"]:
-        if b.get("aggregate_name") == "median":
-            out[b["run_name"].split("/force")[0]] = b["real_time"]
-    return out
-reg, shared = medians(sys.argv[1]), medians(sys.argv[2])
-print(f"{'cell':<90} {'register us':>12} {'shared us':>10}")
-for name in reg:
-    print(f"{name:<90} {reg[name]:>12.2f} {shared.get(name, float('nan')):>10.2f}")
+        if b.get("aggregate_name") == "median" and not b.get("error_occurred"):
+            cells.setdefault(b["run_name"].split("/force")[0], {})[col] = b["real_time"]
+print(f"{'cell':<80}" + "".join(f"{c:>10}" for c in cols) + "   best")
+for name, row in cells.items():
+    best = min(row, key=row.get)
+    print(f"{name:<80}" + "".join(f"{row[c]:>10.2f}" if c in row else f"{'-':>10}" for c in cols) + f"   {best}")
 PY
       ;;
     pdl)
