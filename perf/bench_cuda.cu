@@ -165,6 +165,7 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   lo.enable_pdl = options.pdl;
   lo.force_path = options.force_path;
   lo.force_round_selection = options.force_round_selection;
+  lo.force_threshold_selection = options.force_threshold_selection;
   check_cuda(cuda::launch_routing(p, stream, lo), "launch");
   check_cuda(cudaStreamSynchronize(stream), "warm-up");
   Events ev;

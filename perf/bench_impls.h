@@ -16,6 +16,7 @@ struct BenchOptions {
   int graph_launches = 20; // launches captured in the CUDA graph that is replayed
   int force_path = 0;      // cuda::LaunchOptions::force_path, for tuning the tier table
   bool force_round_selection = false;  // cuda::LaunchOptions::force_round_selection
+  bool force_threshold_selection = false;  // cuda::LaunchOptions::force_threshold_selection
 };
 
 // Reports a cell that cannot run on this machine, in whichever way this

@@ -12,6 +12,7 @@
 //                     4 split-row path, 5 row-per-thread path (tier-table tuning; cells the
 //                     forced path cannot run are reported as errors)
 //   --force-rounds    register path: select by rounds, never by the threshold filter
+//   --force-threshold register path: threshold selection at any row count (warp-per-row tiers, 8+ experts per lane)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
 //   --norms=sigmoid,softmax --padding=none,half
 //                     any product of axes instead of a preset (unset axes
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
     else if (take_flag(argv[i], "--graph-launches", &v)) options.graph_launches = std::stoi(v);
     else if (take_flag(argv[i], "--force-path", &v)) options.force_path = std::stoi(v);
     else if (take_flag(argv[i], "--force-rounds", &v)) options.force_round_selection = true;
+    else if (take_flag(argv[i], "--force-threshold", &v)) options.force_threshold_selection = true;
     else if (bool taken = false; [&] {
                for (const char* axis : {"tokens", "experts", "topk", "dtypes", "norms", "padding"})
                  if (take_flag(argv[i], (std::string("--") + axis).c_str(), &v)) axes[axis] = v, taken = true;
@@ -115,7 +117,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("pdl", options.pdl ? "on" : "off");
   benchmark::AddCustomContext("graph_launches", std::to_string(options.graph_launches));
   benchmark::AddCustomContext("force_path", std::to_string(options.force_path));
-  benchmark::AddCustomContext("selection", options.force_round_selection ? "rounds (forced)" : "automatic");
+  benchmark::AddCustomContext("selection", options.force_round_selection       ? "rounds (forced)"
+                                          : options.force_threshold_selection ? "threshold where the tier has it (forced)"
+                                                                              : "automatic");
 
   double copy_bw = 0;
   std::string cuda_why = "this build has no CUDA kernel";

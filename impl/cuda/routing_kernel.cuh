@@ -63,6 +63,10 @@ struct LaunchOptions {
   // Register path: select every row by k group-wide rounds, never by the
   // threshold filter, for tests that prove the two selections agree.
   bool force_round_selection = false;
+  // Register path: try threshold selection on every row count where the
+  // tier has it (one warp per row, 8+ experts per lane), for tuning where it
+  // starts to pay. Ignored when force_round_selection is set.
+  bool force_threshold_selection = false;
 };
 
 constexpr std::int64_t kRegisterPathMaxExperts = 512;

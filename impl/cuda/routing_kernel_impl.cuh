@@ -267,6 +267,21 @@ constexpr std::int64_t kSplitRowMaxRows = 128;
 constexpr std::int64_t kThresholdSelectMinRows = 1024;
 constexpr int kThresholdSelectMinExperts = 129;
 
+// Decode exception to the two limits above: for E in (128, 256] and k > 4
+// the warp-per-row tier with threshold selection beats the split-row path
+// at any row count (H200, fp32, T <= 128, k = 8: sigmoid 0.80-0.84x the
+// time, softmax 0.90-0.92x; k = 4 and E = 512 are not faster, so they keep
+// the split-row path; docs/performance.md).
+inline bool decode_prefers_threshold(const KernelParams& kp) {
+  return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
+}
+
+// Up to this many rows, E <= 32 takes one warp per row (one expert per
+// lane): a round of the selection is then two redux.sync and a shuffle,
+// where 4-16 lanes per row need two shuffle trees (E = 8, decode: the
+// round is the ~0.09 us a unit of k costs).
+constexpr std::int64_t kSmallEWarpRowMaxRows = 1024;
+
 // Where the row-per-thread path runs by itself. It executes ~45% fewer
 // instructions per row than the register path (E = 256: 444 against 806
 // warp instructions under ncu), but a thread's row is one long dependent
@@ -284,8 +299,8 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 }
 
 // The tier table. A register tier is (group lanes G, experts per lane P),
-// E <= G * P. Few rows: one warp per row from E = 64 (G = 32), the shortest
-// dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
+// E <= G * P. Few rows: one warp per row for E <= 32 and from E = 64
+// (G = 32), the shortest dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
 // share a warp and the k rounds of group reductions are paid once per warp.
 // Where "many" starts was measured on the H200 (docs/performance.md): for
 // E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
@@ -296,17 +311,19 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   const int E = kp_in.num_experts;
   const std::int64_t rows = kp_in.num_tokens;
   KernelParams kp = kp_in;
-  kp.threshold_select = !options.force_round_selection && rows >= kThresholdSelectMinRows &&
-                        E >= kThresholdSelectMinExperts;
+  kp.threshold_select = !options.force_round_selection &&
+                        (options.force_threshold_selection || decode_prefers_threshold(kp) ||
+                         (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   if (options.force_path == 5 ||
       (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
-                                  rows <= kSplitRowMaxRows))
+                                  rows <= kSplitRowMaxRows && !decode_prefers_threshold(kp)))
     return launch_split_row<T>(kp, stream, pdl);
   const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
   if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
   const bool vec = options.force_path != 3;
+  if (E <= 32 && rows <= kSmallEWarpRowMaxRows) return launch_register_tier<T, 32, 1>(kp, stream, pdl, vec);
   if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
