@@ -276,11 +276,17 @@ inline bool decode_prefers_threshold(const KernelParams& kp) {
   return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
 }
 
-// Up to this many rows, E <= 32 takes one warp per row (one expert per
-// lane): a round of the selection is then two redux.sync and a shuffle,
-// where 4-16 lanes per row need two shuffle trees (E = 8, decode: the
-// round is the ~0.09 us a unit of k costs).
-constexpr std::int64_t kSmallEWarpRowMaxRows = 1024;
+// Where E <= 32 takes one warp per row (one expert per lane): a round of
+// the selection is then two redux.sync and a shuffle, where 4-16 lanes per
+// row need two shuffle trees, but a warp does 1 row instead of 8-2. Measured
+// at E = 8 on the H200 against 4 lanes per row (docs/performance.md): T <= 16
+// 0.83-1.01x the time; T = 128 k >= 4 0.90-0.97x, k = 1 1.0-1.08x; T = 1024
+// k = 8 0.92-0.95x, k <= 4 1.01-1.08x. E = 16 and 32 follow E = 8 untimed.
+inline bool small_e_prefers_warp_row(const KernelParams& kp) {
+  const std::int64_t rows = kp.num_tokens;
+  return kp.num_experts <= 32 &&
+         (rows <= 16 || (rows <= 128 && kp.topk >= 4) || (rows <= 1024 && kp.topk > 4));
+}
 
 // Where the row-per-thread path runs by itself. It executes ~45% fewer
 // instructions per row than the register path (E = 256: 444 against 806
@@ -323,7 +329,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
   if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
   const bool vec = options.force_path != 3;
-  if (E <= 32 && rows <= kSmallEWarpRowMaxRows) return launch_register_tier<T, 32, 1>(kp, stream, pdl, vec);
+  if (small_e_prefers_warp_row(kp)) return launch_register_tier<T, 32, 1>(kp, stream, pdl, vec);
   if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
