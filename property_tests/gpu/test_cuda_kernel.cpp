@@ -225,6 +225,43 @@ TEST(CudaKernel, ThresholdSelectionFastPathEdges) {
   }
 }
 
+// Decode tiers (routing_kernel_impl.cuh): few rows at E <= 32 take one warp
+// per row, and E in (128, 256] with k > 4 takes threshold selection instead
+// of the split-row path. Whatever the tier table picks must equal the
+// reference, the shared-memory path and the round selection bit for bit;
+// force_threshold_selection (a tuning switch) must not change a bit either.
+TEST(CudaKernel, DecodeTiersEqualTheOtherPaths) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {harness::LogitsDistribution::kNormal,
+                                               harness::LogitsDistribution::kQuantized,
+                                               harness::LogitsDistribution::kNaNs};
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {3, 8, 16, 32, 129, 200, 256, 512})
+    for (std::int64_t tokens : {1, 16, 128})
+      for (std::int64_t k : {1, 4, 5, 8, 32}) {
+        if (k > E) continue;
+        for (auto dist : dists) {
+          CaseConfig cfg;
+          cfg.experts = E;
+          cfg.topk = k;
+          cfg.tokens = tokens;
+          cfg.logits = dist;
+          cfg.normalization = (seed % 2) ? Normalization::kSoftmax : Normalization::kSigmoid;
+          cfg.seed = seed++;
+          const RoutingCase c(cfg);
+          const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " T=" +
+                                    std::to_string(tokens) + " logits " + std::to_string(static_cast<int>(dist));
+          const RoutingOutput automatic = harness::run_cuda_case(c);
+          EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << where;
+          expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_path = 2}), "tier table vs shared, " + where);
+          expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
+                               "tier table vs round selection, " + where);
+          expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_path = 1, .force_threshold_selection = true}),
+                               "tier table vs forced threshold selection, " + where);
+        }
+      }
+}
+
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
   SKIP_WITHOUT_GPU();
   CaseConfig cfg;
