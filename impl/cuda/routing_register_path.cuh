@@ -60,6 +60,29 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
                                              float (&slot_score)[kSlotsPerLane], float& selected_sum) {
   constexpr int M = P < 3 ? P : 3;
   const int lane = threadIdx.x % G;
+
+  // k = 1: one round over each lane's best expert, no list to build. The
+  // lane's experts are visited in increasing index order, so a strict
+  // compare keeps the lower index among equal keys, as the list would.
+  if (k == 1) {
+    std::uint32_t best_ord = 0u, best_expert = 0xFFFFFFFFu;
+    float best_score = 0.0f;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      const std::uint32_t o = valid[i] ? rm::ordered_score(q[i]) + 1u : 0u;
+      const bool take = o > best_ord;
+      best_ord = take ? o : best_ord;
+      best_expert = take ? static_cast<std::uint32_t>(expert_of(i)) : best_expert;
+      best_score = take ? s[i] : best_score;
+    }
+    const std::uint32_t group_best = group_max_u32<G>(best_ord);
+    const std::uint32_t mine = best_ord == group_best ? best_expert : 0xFFFFFFFFu;
+    const std::uint32_t expert = group_min_u32<G>(mine);
+    const float score = __shfl_sync(0xFFFFFFFFu, best_score, static_cast<int>((expert / V) % G), G);
+    selected_sum = 0.0f + score;  // the rounds' sum from 0, bit for bit
+    if (lane == 0) slot_id[0] = static_cast<std::int32_t>(expert), slot_score[0] = score;
+    return;
+  }
   // The order-preserving image of q, plus one, so that 0 means "no expert"
   // (NaN maps to 1).
   std::uint32_t ord[P];
@@ -130,7 +153,7 @@ __global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_re
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
   constexpr int kBiasVec = V < 4 ? V : 4;                       // floats per bias load
 
-  pdl_wait();
+  pdl_wait_after_params(p);
   // Dependents may start launching now; their griddepcontrol.wait still
   // waits for this whole grid to finish and its writes to be visible.
   pdl_launch_dependents();
