@@ -39,20 +39,6 @@ __device__ __forceinline__ void pdl_wait() {
 #endif
 }
 
-// pdl_wait for the router kernels: the kernel parameters live in the
-// constant bank, and a kernel's first reads of it miss the constant cache;
-// every load of a row depends on them (pointers, strides, T, E). Reading one
-// field of each 32-byte span of KernelParams as operands of the wait makes
-// those misses overlap the predecessor's tail, off a decode call's
-// dependent chain. Nothing the predecessor writes is read before the wait.
-__device__ __forceinline__ void pdl_wait_after_params(const KernelParams& p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::"l"(p.logits), "l"(p.bias), "l"(p.weights), "l"(p.ids), "l"(p.num_tokens),
-               "f"(p.route_scale)
-               : "memory");
-#endif
-}
-
 __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

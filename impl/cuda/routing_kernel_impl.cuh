@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
   float* s = reinterpret_cast<float*>(key + p.num_experts);               // [E]
   __shared__ BlockScratch sc;
 
-  pdl_wait_after_params(p);
+  pdl_wait();
   pdl_launch_dependents();  // see the register path
   const int E = p.num_experts;
   const int tid = threadIdx.x;

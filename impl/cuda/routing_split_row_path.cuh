@@ -33,7 +33,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   __shared__ std::uint64_t warp_sum[W];
   __shared__ std::uint32_t warp_nan[W];
 
-  pdl_wait_after_params(p);
+  pdl_wait();
   pdl_launch_dependents();  // see the register path
 
   const int lane = threadIdx.x % 32;

@@ -242,7 +242,7 @@ template <typename T, int K>
 __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kernel(const KernelParams p) {
   extern __shared__ __align__(16) unsigned char thread_row_smem[];
 
-  pdl_wait_after_params(p);
+  pdl_wait();
   pdl_launch_dependents();
 
   const int E = p.num_experts;
