@@ -64,7 +64,10 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
   // k = 1: one round over each lane's best expert, no list to build. The
   // lane's experts are visited in increasing index order, so a strict
   // compare keeps the lower index among equal keys, as the list would.
-  if (k == 1) {
+  // Only from 4 experts per lane, where the list costs most (H200, A/B:
+  // E = 128 k = 1 0.89x); the branch made the 1-2 per lane tiers' k > 1
+  // code 1-4% slower, and their lists are 1-2 entries anyway.
+  if (P >= 4 && k == 1) {
     std::uint32_t best_ord = 0u, best_expert = 0xFFFFFFFFu;
     float best_score = 0.0f;
 #pragma unroll
