@@ -281,7 +281,9 @@ inline bool decode_prefers_threshold(const KernelParams& kp) {
 // row need two shuffle trees, but a warp does 1 row instead of 8-2. Measured
 // at E = 8 on the H200 against 4 lanes per row (docs/performance.md): T <= 16
 // 0.83-1.01x the time; T = 128 k >= 4 0.90-0.97x, k = 1 1.0-1.08x; T = 1024
-// k = 8 0.92-0.95x, k <= 4 1.01-1.08x. E = 16 and 32 follow E = 8 untimed.
+// k = 8 0.92-0.95x, k <= 4 1.01-1.08x. E = 16 (two device calls of the
+// same day, fp32): 0.79-1.0x where the rule applies. E = 32 untimed against
+// its old tier (16 lanes, 2 experts each).
 inline bool small_e_prefers_warp_row(const KernelParams& kp) {
   const std::int64_t rows = kp.num_tokens;
   return kp.num_experts <= 32 &&
