@@ -4,8 +4,9 @@
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
-//  * the split-row path (T <= 128, 128 < E <= 512): a block of E / 64 warps
-//    per row, each warp's top-k merged by one warp;
+//  * the split-row path (T <= 128, 128 < E <= 512, except E <= 256 with
+//    k > 4): a block of E / 64 warps per row, each warp's top-k merged by
+//    one warp;
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
 //    per row, scores staged in shared memory, block-wide rounds;
 //  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
