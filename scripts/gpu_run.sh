@@ -14,6 +14,10 @@
 #   perf      routing_benchmark on PERF_PRESET (anchor), rendered against the anchor CSV
 #   ab        the same preset on the kernel of .baseline/ (scripts/make_baseline.sh
 #             COMMIT, carried) and this tree, interleaved, then `render_report.py compare`
+#   candidates  the same for every tree of .candidates/ (scripts/make_candidates.sh
+#             REV..., carried with .baseline): each built once, all timed in
+#             CANDIDATE_ROUNDS (2) interleaved rounds, each compared with the
+#             baseline; CANDIDATE_TESTS=1 also runs each one's test_cuda_kernel
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared) forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
@@ -49,6 +53,26 @@ status=0
 log() { echo "== $* ($(date +%T))" | tee -a "$OUT/summary.log"; }
 bench=build/gpu/perf/routing_benchmark
 bench_args="--preset=$preset --impls=cuda --benchmark_repetitions=3"
+
+# Builds TARGETS (routing_benchmark by default) in the source tree DIR (a
+# .baseline/ or .candidates/ tree; its COMMIT file names it), with the same
+# preset as this tree's build: a benchmark linked differently (without
+# LibTorch, say) measured ~0.1 us apart on decode cells.
+build_tree() {
+  local dir=$1 logfile=$2
+  shift 2
+  local targets=("${@:-routing_benchmark}")
+  (cd "$dir" && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake --preset gpu &&
+    cmake --build build/gpu -j16 --target "${targets[@]}") > "$logfile" 2>&1
+}
+
+# Prints the REGRESSION lines (the first 12) and the per-tokens summary of
+# `render_report.py compare NEW BASE`.
+compare_runs() {
+  python3 reports/render_report.py compare "$1" "$2" --impl cuda > "$3" 2>&1
+  grep REGRESSION "$3" | head -12
+  grep -E "^(tokens|compare)" "$3"
+}
 
 for step in "${steps[@]}"; do
   case "$step" in
@@ -104,10 +128,7 @@ for step in "${steps[@]}"; do
     ab)
       [ -d .baseline ] || { echo "ab: no .baseline/ (scripts/make_baseline.sh COMMIT, then carry .baseline)"; status=1; continue; }
       log "ab: building the baseline kernel ($(cat .baseline/COMMIT 2>/dev/null))"
-      # The same preset as this tree's build: a benchmark linked differently
-      # (without LibTorch, say) measured ~0.1 us apart on decode cells.
-      (cd .baseline && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake --preset gpu \
-        && cmake --build build/gpu -j16 --target routing_benchmark) > "$LOGS/baseline_build.log" 2>&1 || { tail -20 "$LOGS/baseline_build.log"; status=1; continue; }
+      build_tree .baseline "$LOGS/baseline_build.log" || { tail -20 "$LOGS/baseline_build.log"; status=1; continue; }
       for round in 1 2; do
         for side in baseline new; do
           bin=$bench; [ $side = baseline ] && bin=.baseline/build/gpu/perf/routing_benchmark
@@ -117,10 +138,53 @@ for step in "${steps[@]}"; do
       cp "$WORK/ab_new_2.json" "$OUT/${gpu_tag}_${preset}_cuda.json"
       cp "$WORK/ab_baseline_2.json" "$OUT/${gpu_tag}_${preset}_baseline.json"
       for round in 1 2; do
-        python3 reports/render_report.py compare "$WORK/ab_new_$round.json" "$WORK/ab_baseline_$round.json" --impl cuda \
-          > "$LOGS/ab_compare_$round.log" 2>&1
-        { grep REGRESSION "$LOGS/ab_compare_$round.log" | head -12; grep -E "^(tokens|compare)" "$LOGS/ab_compare_$round.log"; } \
+        compare_runs "$WORK/ab_new_$round.json" "$WORK/ab_baseline_$round.json" "$LOGS/ab_compare_$round.log" \
           | tee -a "$OUT/summary.log"
+      done ;;
+    candidates)
+      if [ ! -d .baseline ] || [ ! -d .candidates ]; then
+        echo "candidates: needs .baseline/ and .candidates/ (scripts/make_baseline.sh, scripts/make_candidates.sh; carry both)" \
+          | tee -a "$OUT/summary.log"
+        status=1; continue
+      fi
+      log "candidates: building the baseline ($(cat .baseline/COMMIT)) and $(ls .candidates | wc -l) candidates"
+      build_tree .baseline "$LOGS/baseline_build.log" || { tail -20 "$LOGS/baseline_build.log"; status=1; continue; }
+      names=()
+      for dir in .candidates/*/; do
+        name=$(basename "$dir")
+        if build_tree "$dir" "$LOGS/build_$name.log"; then
+          names+=("$name")
+        else
+          echo "candidates: $name ($(cat "$dir/COMMIT")) does not build; its log is build_$name.log in logs.tgz" | tee -a "$OUT/summary.log"
+          tail -5 "$LOGS/build_$name.log" | tee -a "$OUT/summary.log"
+          status=1
+        fi
+      done
+      rounds=${CANDIDATE_ROUNDS:-2}
+      for round in $(seq 1 "$rounds"); do
+        log "candidates: round $round of $rounds (baseline, ${names[*]})"
+        .baseline/build/gpu/perf/routing_benchmark $bench_args --benchmark_out="$LOGS/cand_baseline_$round.json" \
+          --benchmark_out_format=json > "$LOGS/cand_baseline_$round.log" 2>&1 || status=1
+        for name in "${names[@]}"; do
+          ".candidates/$name/build/gpu/perf/routing_benchmark" $bench_args --benchmark_out="$LOGS/cand_${name}_$round.json" \
+            --benchmark_out_format=json > "$LOGS/cand_${name}_$round.log" 2>&1 || status=1
+        done
+      done
+      for name in "${names[@]}"; do
+        log "candidates: $name ($(cat ".candidates/$name/COMMIT")) against the baseline ($(cat .baseline/COMMIT))"
+        for round in $(seq 1 "$rounds"); do
+          compare_runs "$LOGS/cand_${name}_$round.json" "$LOGS/cand_baseline_$round.json" "$LOGS/cand_${name}_compare_$round.log" \
+            | tee -a "$OUT/summary.log"
+        done
+        if [ "${CANDIDATE_TESTS:-0}" = 1 ]; then
+          if build_tree ".candidates/$name" "$LOGS/build_tests_$name.log" test_cuda_kernel; then
+            ".candidates/$name/build/gpu/property_tests/test_cuda_kernel" --gtest_brief=1 > "$LOGS/test_cuda_kernel_$name.log" 2>&1 || status=1
+            echo "$name test_cuda_kernel: $(grep -E '^\[  (PASSED|FAILED)  \]' "$LOGS/test_cuda_kernel_$name.log" | head -3 | tr '\n' ' ')" \
+              | tee -a "$OUT/summary.log"
+          else
+            echo "$name: test_cuda_kernel does not build (build_tests_$name.log)" | tee -a "$OUT/summary.log"; status=1
+          fi
+        fi
       done ;;
     paths)
       axes=${PATHS_AXES:---tokens=1,16,128,1024,4096 --experts=64,128,256,512 --topk=8 --dtypes=float32 --norms=sigmoid,softmax}
@@ -195,7 +259,7 @@ PY
         --benchmark_out="$OUT/${gpu_tag}_loader_16workers.json" --benchmark_out_format=json > "$LOGS/loader_benchmark_16.log" 2>&1 || status=1
       grep -E "^loader/" "$LOGS/loader_benchmark_16.log" | tee -a "$OUT/summary.log"
       rm -f "$ckpt" ;;
-    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab ncu loader)"; exit 2 ;;
+    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab candidates paths pdl ncu loader)"; exit 2 ;;
   esac
 done
 log "done, status $status"
