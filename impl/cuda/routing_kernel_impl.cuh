@@ -308,8 +308,9 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 
 // The tier table. A register tier is (group lanes G, experts per lane P),
 // E <= G * P. Few rows: one warp per row for E <= 32 and from E = 64
-// (G = 32), the shortest dependent chain per row. Many rows: eight experts per lane, so 32 / G rows
-// share a warp and the k rounds of group reductions are paid once per warp.
+// (G = 32), the shortest dependent chain per row. Many rows: eight experts
+// per lane, so 32 / G rows share a warp and the k rounds of group
+// reductions are paid once per warp.
 // Where "many" starts was measured on the H200 (docs/performance.md): for
 // E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
 // 8192 rows and win at 65536, so from 32768.

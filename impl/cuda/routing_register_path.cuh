@@ -140,7 +140,8 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
 
 // Blocks per SM the compiler must fit: at 16 experts per lane the kernel
 // would take ~92 registers (two blocks per SM); three keep 24 warps
-// resident, as before threshold selection, at the price of a 44-byte spill.
+// resident, as before threshold selection, at the price of a spill of
+// 28-80 bytes by dtype and variant (ptxas, sm_90a).
 template <int P>
 inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 
