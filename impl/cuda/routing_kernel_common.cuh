@@ -88,18 +88,40 @@ __device__ __forceinline__ std::uint32_t group_min_u32(std::uint32_t v) {
   }
 }
 
+// The softmax row maximum (NaN operands dropped, as fmaxf does). G = 32:
+// one redux.sync over the order-preserving image of the scores instead of
+// five dependent shuffle steps, which a decode call waits out. The image
+// folds -0 into +0, so the result may be +0 where fmaxf would give -0; the
+// caller only subtracts it (x - (+0) and x - (-0) differ only for x = -0,
+// in the sign of a zero that exp maps to 1 either way), so no bit of the
+// output depends on which form ran.
 template <int G>
 __device__ __forceinline__ float group_max_f32(float v) {
+  if constexpr (G == 32) {
+    return rm::score_from_ordered(__reduce_max_sync(0xFFFFFFFFu, rm::ordered_score(v)));
+  } else {
 #pragma unroll
-  for (int off = G / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
-  return v;
+    for (int off = G / 2; off > 0; off /= 2) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
+    return v;
+  }
 }
 
+// Sum modulo 2^64 over the group. G = 32: three 22-bit pieces of each
+// value, each summed exactly by one redux.sync (32 * 2^22 < 2^32), then
+// recombined (rm::recombine_pieces22): the same sum as the shuffle tree,
+// with three independent reductions instead of five dependent steps.
 template <int G>
 __device__ __forceinline__ std::uint64_t group_sum_u64(std::uint64_t v) {
+  if constexpr (G == 32) {
+    const std::uint32_t s0 = __reduce_add_sync(0xFFFFFFFFu, rm::piece22(v, 0));
+    const std::uint32_t s1 = __reduce_add_sync(0xFFFFFFFFu, rm::piece22(v, 1));
+    const std::uint32_t s2 = __reduce_add_sync(0xFFFFFFFFu, rm::piece22(v, 2));
+    return rm::recombine_pieces22(s0, s1, s2);
+  } else {
 #pragma unroll
-  for (int off = G / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, off, G);
-  return v;
+    for (int off = G / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, off, G);
+    return v;
+  }
 }
 
 __device__ __forceinline__ void store_slot(const KernelParams& p, std::int64_t row, int slot,
