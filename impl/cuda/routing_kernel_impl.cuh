@@ -233,22 +233,33 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
   return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
 }
 
-template <typename T, int K>
+template <typename T, int K, int G>
 cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts);
-  const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K>>(smem, 0);
+  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts, G);
+  const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K, G>>(smem, 0);
   if (err != cudaSuccess) return err;
-  const unsigned blocks = grid_for((kp.num_tokens + kThreadRowBlockThreads - 1) / kThreadRowBlockThreads);
-  return launch_kernel(route_thread_row_kernel<T, K>, blocks, smem, stream, pdl, kp, kThreadRowBlockThreads);
+  constexpr int kRowsPerBlock = kThreadRowBlockThreads / G;
+  const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
+  return launch_kernel(route_thread_row_kernel<T, K, G>, blocks, smem, stream, pdl, kp, kThreadRowBlockThreads);
+}
+
+template <typename T, int G>
+cudaError_t launch_thread_row_lanes(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.topk == 1) return launch_thread_row_tier<T, 1, G>(kp, stream, pdl);
+  if (kp.topk <= 4) return launch_thread_row_tier<T, 4, G>(kp, stream, pdl);
+  return launch_thread_row_tier<T, 8, G>(kp, stream, pdl);
 }
 
 // The caller has checked thread_row_unsupported. K tiers: the sorted list
-// costs K compares per listed expert.
+// costs K compares per listed expert; G lanes per row as
+// thread_row_lanes_per_row says.
 template <typename T>
 cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  if (kp.topk == 1) return launch_thread_row_tier<T, 1>(kp, stream, pdl);
-  if (kp.topk <= 4) return launch_thread_row_tier<T, 4>(kp, stream, pdl);
-  return launch_thread_row_tier<T, 8>(kp, stream, pdl);
+  switch (thread_row_lanes_per_row(kp.num_experts)) {
+    case 4: return launch_thread_row_lanes<T, 4>(kp, stream, pdl);
+    case 2: return launch_thread_row_lanes<T, 2>(kp, stream, pdl);
+    default: return launch_thread_row_lanes<T, 1>(kp, stream, pdl);
+  }
 }
 
 // Up to this many rows, E in (128, 512] takes the split-row path: a block of
