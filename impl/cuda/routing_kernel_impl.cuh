@@ -310,9 +310,14 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 // 32768+ rows 0.59-0.99x the time (one cell 1.04x); from 65536 rows with
 // 16-bit logits also sigmoid E = 256 (0.85-1.0x) and softmax E <= 128
 // (0.73-0.95x); slower elsewhere: fp32 softmax up to 1.1x, E = 512 1.3-3.7x,
-// and below 32768 rows.
+// and below 32768 rows. With 2 lanes per row at E = 256 (forced against the
+// register path, before the one-lane kernel was restored to its measured
+// form): sigmoid from 32768 rows 0.77-0.98x with 16-bit logits or k >= 4,
+// fp32 k = 1 1.02-1.06x. UNVERIFIED on this commit: to be re-measured.
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
+  if (!kp.softmax && kp.num_tokens >= 32768 && E > 128 && E <= 256 && (logit_bytes == 2 || kp.topk >= 4))
+    return true;
   if (kp.num_tokens >= 65536 && logit_bytes == 2) return E <= (kp.softmax ? 128 : 256);
   return kp.num_tokens >= 32768 && !kp.softmax && E <= 128;
 }
