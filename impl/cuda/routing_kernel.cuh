@@ -10,8 +10,8 @@
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
 //    per row, scores staged in shared memory, block-wide rounds;
 //  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
-//    one thread per row, a threshold from per-bucket maxima and an exact
-//    sorted list of the experts that reach it.
+//    one to four lanes per row, a threshold from per-bucket maxima and exact
+//    sorted lists of the experts that reach it.
 // Selection keys are unique and the softmax sum is fixed point, so which
 // path, tier or vector width runs never changes a bit of the result.
 #pragma once

@@ -233,22 +233,33 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
   return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
 }
 
-template <typename T, int K>
+template <typename T, int K, int G>
 cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts);
-  const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K>>(smem, 0);
+  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts, G);
+  const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K, G>>(smem, 0);
   if (err != cudaSuccess) return err;
-  const unsigned blocks = grid_for((kp.num_tokens + kThreadRowBlockThreads - 1) / kThreadRowBlockThreads);
-  return launch_kernel(route_thread_row_kernel<T, K>, blocks, smem, stream, pdl, kp, kThreadRowBlockThreads);
+  constexpr int kRowsPerBlock = kThreadRowBlockThreads / G;
+  const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
+  return launch_kernel(route_thread_row_kernel<T, K, G>, blocks, smem, stream, pdl, kp, kThreadRowBlockThreads);
+}
+
+template <typename T, int G>
+cudaError_t launch_thread_row_lanes(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.topk == 1) return launch_thread_row_tier<T, 1, G>(kp, stream, pdl);
+  if (kp.topk <= 4) return launch_thread_row_tier<T, 4, G>(kp, stream, pdl);
+  return launch_thread_row_tier<T, 8, G>(kp, stream, pdl);
 }
 
 // The caller has checked thread_row_unsupported. K tiers: the sorted list
-// costs K compares per listed expert.
+// costs K compares per listed expert; G lanes per row as
+// thread_row_lanes_per_row says.
 template <typename T>
 cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  if (kp.topk == 1) return launch_thread_row_tier<T, 1>(kp, stream, pdl);
-  if (kp.topk <= 4) return launch_thread_row_tier<T, 4>(kp, stream, pdl);
-  return launch_thread_row_tier<T, 8>(kp, stream, pdl);
+  switch (thread_row_lanes_per_row(kp.num_experts)) {
+    case 4: return launch_thread_row_lanes<T, 4>(kp, stream, pdl);
+    case 2: return launch_thread_row_lanes<T, 2>(kp, stream, pdl);
+    default: return launch_thread_row_lanes<T, 1>(kp, stream, pdl);
+  }
 }
 
 // Up to this many rows, E in (128, 512] takes the split-row path: a block of
@@ -299,9 +310,14 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 // 32768+ rows 0.59-0.99x the time (one cell 1.04x); from 65536 rows with
 // 16-bit logits also sigmoid E = 256 (0.85-1.0x) and softmax E <= 128
 // (0.73-0.95x); slower elsewhere: fp32 softmax up to 1.1x, E = 512 1.3-3.7x,
-// and below 32768 rows.
+// and below 32768 rows. With 2 lanes per row at E = 256 (forced against the
+// register path, before the one-lane kernel was restored to its measured
+// form): sigmoid from 32768 rows 0.77-0.98x with 16-bit logits or k >= 4,
+// fp32 k = 1 1.02-1.06x. UNVERIFIED on this commit: to be re-measured.
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
+  if (!kp.softmax && kp.num_tokens >= 32768 && E > 128 && E <= 256 && (logit_bytes == 2 || kp.topk >= 4))
+    return true;
   if (kp.num_tokens >= 65536 && logit_bytes == 2) return E <= (kp.softmax ? 128 : 256);
   return kp.num_tokens >= 32768 && !kp.softmax && E <= 128;
 }

@@ -1,37 +1,46 @@
-// Row-per-thread path of the router kernel, for large batches: each thread
-// owns one row, E a multiple of 16 up to 512, k <= 8, logits contiguous
-// along the experts and 16-byte aligned (routing_kernel.cuh,
+// Row-per-thread path of the router kernel, for large batches: a row is
+// owned by G = 1, 2 or 4 consecutive lanes (E <= 128: one, E <= 256: two,
+// E <= 512: four), E a multiple of 16 * G up to 512, k <= 8, logits
+// contiguous along the experts and 16-byte aligned (routing_kernel.cuh,
 // thread_row_unsupported, names what it needs).
 //
 // Why. With one warp per row (the register path) every per-row step of the
 // selection (the tau rounds, the candidate ranking, the slot writes) is a
 // whole-warp instruction; large batches are bound by instruction issue, and
 // those steps are about two thirds of a row's instructions at E = 256
-// (docs/performance.md). With one row per thread a per-row step costs a
-// thirty-second of a warp instruction per row, and no step needs the rest of
-// the warp: the kernel has no shuffles and no barriers.
+// (docs/performance.md). With a row per thread a per-row step costs a
+// thirty-second of a warp instruction per row. Each row keeps E 16-bit keys
+// in shared memory, which bounds the warps per SM; G lanes per row keep the
+// same rows in flight with G times the warps, to hide a row's long
+// dependent stream (measured: one lane per row loses to the register path
+// from E = 256).
 //
 // Loads. A thread reading its own row would make every warp load touch 32
 // rows (measured: 1.6-2.4x slower than the register path at E >= 256); the
-// warp instead stages 16 experts of its 32 rows at a time through shared
-// memory with coalesced loads, the next chunk already in flight.
+// warp instead stages 16 experts per lane at a time through shared memory
+// with coalesced loads, the next chunk (and its bias) already in flight.
+// Lane `part` of a row takes the row's chunks part, part + G, part + 2G, ...
 //
 // How a row is selected, exactly:
 //  1. One pass over the logits computes q = p + b for every expert, keeps the
 //     maximum order-preserving key (routing_math ordered_score, NaN lowest)
-//     of each of 16 buckets (bucket = expert index % 16), and stores the high
-//     16 bits of every key in this thread's slice of shared memory.
+//     of each of 16 buckets (bucket = expert index % 16; the G lanes' maxima
+//     are combined by shuffles), and stores the high 16 bits of every key in
+//     the lane's slice of shared memory.
 //  2. tau = the k-th largest bucket maximum. k buckets reach it, so at least
 //     k distinct experts have key >= tau and the top-k all do. When fewer
 //     than k buckets hold a number, tau is 0 and every expert qualifies.
-//  3. A pass over the stored high halves lists, in index order, the experts
-//     with high half >= tau's: a superset of those with key >= tau.
+//  3. A pass over the lane's stored high halves lists, in index order, its
+//     experts with high half >= tau's: a superset of those with key >= tau.
 //  4. Each listed expert's q is computed again from its logit (the same
-//     arithmetic, so the same bits) and inserted into a sorted list of K
-//     (64-bit key order: strict compares suffice because the list is visited
-//     in increasing index order). A row with more listed experts than the
-//     list in shared memory holds inserts every qualifying expert from a
-//     second pass over the stored halves instead: slower, as exact.
+//     arithmetic, so the same bits) and inserted into the lane's sorted list
+//     of K (64-bit key order: strict compares suffice because the list is
+//     visited in increasing index order). A lane with more listed experts
+//     than the list in shared memory holds inserts every qualifying expert
+//     from a second pass over the stored halves instead: slower, as exact.
+//  5. G > 1: k rounds of a max over the G lanes' list heads (64-bit keys,
+//     unique) merge the lists; every row's top-k lies in them, since each
+//     expert of the top-k reaches tau and its lane keeps its best K >= k.
 // The weights are the selected unbiased scores over their slot-order sum,
 // as in every other path, so the bits agree with them (tested).
 #pragma once
@@ -43,116 +52,138 @@ namespace musespark::cuda {
 
 constexpr int kThreadRowBlockThreads = 64;
 constexpr int kThreadRowWarps = kThreadRowBlockThreads / 32;
-constexpr int kThreadRowBuckets = 16;     // experts per chunk; bucket = index % 16
-constexpr int kThreadRowCandidates = 32;  // per-thread list of step 3
+constexpr int kThreadRowChunk = 16;       // experts per lane and step; bucket = index % 16
+constexpr int kThreadRowCandidates = 32;  // per-lane list of step 3
 
-// A warp's chunk of 16 logits of each of its 32 rows: 16-byte vectors, one
-// spare vector per row so that neighbouring rows start on different banks.
+// Lanes per row for E experts: more lanes where a row's keys take more
+// shared memory, as E allows (E % (16 * G) == 0).
+inline int thread_row_lanes_per_row(int num_experts) {
+  if (num_experts > 256 && num_experts % (4 * kThreadRowChunk) == 0) return 4;
+  if (num_experts > 128 && num_experts % (2 * kThreadRowChunk) == 0) return 2;
+  return 1;
+}
+
+// A warp's staging buffer: 16 logits per lane as 16-byte vectors, one spare
+// vector per lane so that neighbouring lanes start on different banks.
 template <typename T>
 struct ThreadRowChunk {
-  static constexpr int kVecPerRow = kThreadRowBuckets * static_cast<int>(sizeof(T)) / 16;
-  static constexpr int kPitch = kVecPerRow + 1;  // uint4 per row
+  static constexpr int kVecPerLane = kThreadRowChunk * static_cast<int>(sizeof(T)) / 16;
+  static constexpr int kPitch = kVecPerLane + 1;  // uint4 per lane
   static constexpr int kBytesPerWarp = 32 * kPitch * 16;
 };
 
-// Dynamic shared memory of one block: the warps' chunks, each thread's E
-// 16-bit key halves (a spare 16 bytes per thread, for the banks), then the
-// candidate lists, thread-minor.
+// Dynamic shared memory of one block: the warps' staging buffers, each
+// lane's E / G 16-bit key halves (a spare 16 bytes per lane, for the banks),
+// then the candidate lists, thread-minor.
 template <typename T>
-std::size_t thread_row_smem_bytes(int num_experts) {
+std::size_t thread_row_smem_bytes(int num_experts, int lanes_per_row) {
   return static_cast<std::size_t>(kThreadRowWarps) * ThreadRowChunk<T>::kBytesPerWarp +
-         static_cast<std::size_t>(kThreadRowBlockThreads) * (num_experts / 8 + 1) * 16 +
+         static_cast<std::size_t>(kThreadRowBlockThreads) * (num_experts / lanes_per_row / 8 + 1) * 16 +
          static_cast<std::size_t>(kThreadRowCandidates) * kThreadRowBlockThreads * sizeof(std::uint16_t);
 }
 
-// Streams a warp's 32 rows through its chunk buffer. Every lane of the warp
+// Streams a warp's rows through its staging buffer. Every lane of the warp
 // calls each() together (it synchronizes the warp); rows that are not live
 // load nothing and see zeros.
-template <typename T>
+template <typename T, int G>
 struct ThreadRowStream {
   using Chunk = ThreadRowChunk<T>;
-  static constexpr int kVec = Chunk::kVecPerRow;  // vectors each lane loads per chunk
+  static constexpr int kVec = Chunk::kVecPerLane;  // vectors each lane loads per step
   static constexpr int V = 16 / static_cast<int>(sizeof(T));
-  uint4* buf;                  // this warp's chunk buffer
-  const T* src[kVec];          // lane's j-th vector: its row's first logit
+  uint4* buf;                  // this warp's staging buffer
+  const T* src[kVec];          // this lane's j-th vector, at step 0
   bool ok[kVec];
   int slot[kVec];              // where the vector goes in buf
 
+  // row0: the warp's first row; lane L holds row row0 + L / G.
   __device__ ThreadRowStream(const KernelParams& p, uint4* warp_buf, std::int64_t row0, bool live) : buf(warp_buf) {
     const int lane = threadIdx.x % 32;
 #pragma unroll
     for (int j = 0; j < kVec; ++j) {
       const int v = lane + 32 * j;
-      const int r = v / kVec, part = v % kVec;
-      ok[j] = __shfl_sync(0xFFFFFFFFu, live, r);
-      src[j] = static_cast<const T*>(p.logits) + (ok[j] ? row0 + r : 0) * p.logits_row_stride + part * V;
-      slot[j] = r * Chunk::kPitch + part;
+      const int dst = v / kVec, piece = v % kVec;  // the lane the vector is for, and which of its vectors
+      ok[j] = __shfl_sync(0xFFFFFFFFu, live, dst);
+      src[j] = static_cast<const T*>(p.logits) + (ok[j] ? row0 + dst / G : 0) * p.logits_row_stride +
+               (dst % G) * kThreadRowChunk + piece * V;
+      slot[j] = dst * Chunk::kPitch + piece;
     }
   }
 
-  // body(x, b, c): x[16] the lane's own row's logits c .. c + 15 and, with
-  // kBias, b[16] their bias (prefetched with the logits: a bias load used
-  // at once was the kernel's largest stall); without it b is zeros.
+  // body(x, b, c): x[16] the lane's own logits c .. c + 15 of its row (its
+  // next chunk) and, with kBias, b[16] their bias (prefetched with the
+  // logits: a bias load used at once was the kernel's largest stall);
+  // without it b is zeros.
   template <bool kBias, typename Body>
   __device__ __forceinline__ void each(int num_experts, const float* bias, Body body) {
+    constexpr int kStep = kThreadRowChunk * G;  // experts of a row per step
     const int lane = threadIdx.x % 32;
+    const int first = (lane % G) * kThreadRowChunk;  // the lane's chunk at step 0
     const auto* bias4 = reinterpret_cast<const float4*>(bias);
     uint4 next[kVec];
-    float4 next_b[kThreadRowBuckets / 4];
+    float4 next_b[kThreadRowChunk / 4];
 #pragma unroll
     for (int j = 0; j < kVec; ++j) next[j] = ok[j] ? *reinterpret_cast<const uint4*>(src[j]) : make_uint4(0, 0, 0, 0);
 #pragma unroll
-    for (int u = 0; u < kThreadRowBuckets / 4; ++u) {
-      if constexpr (kBias) next_b[u] = bias4[u];
+    for (int u = 0; u < kThreadRowChunk / 4; ++u) {
+      if constexpr (kBias) next_b[u] = bias4[first / 4 + u];
       else next_b[u] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
-    for (int c = 0; c < num_experts; c += kThreadRowBuckets) {
+    for (int c0 = 0; c0 < num_experts; c0 += kStep) {
       __syncwarp();  // the lanes have read the previous chunk
 #pragma unroll
       for (int j = 0; j < kVec; ++j) buf[slot[j]] = next[j];
       __syncwarp();
-      float b[kThreadRowBuckets];
+      float b[kThreadRowChunk];
 #pragma unroll
-      for (int u = 0; u < kThreadRowBuckets / 4; ++u)
+      for (int u = 0; u < kThreadRowChunk / 4; ++u)
         b[4 * u] = next_b[u].x, b[4 * u + 1] = next_b[u].y, b[4 * u + 2] = next_b[u].z, b[4 * u + 3] = next_b[u].w;
-      if (c + kThreadRowBuckets < num_experts) {
+      if (c0 + kStep < num_experts) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j)
-          next[j] = ok[j] ? *reinterpret_cast<const uint4*>(src[j] + c + kThreadRowBuckets) : make_uint4(0, 0, 0, 0);
-        if constexpr (kBias) {  // the same address in every lane: one transaction
+          next[j] = ok[j] ? *reinterpret_cast<const uint4*>(src[j] + c0 + kStep) : make_uint4(0, 0, 0, 0);
+        if constexpr (kBias) {  // G addresses per warp: G transactions
 #pragma unroll
-          for (int u = 0; u < kThreadRowBuckets / 4; ++u) next_b[u] = bias4[(c + kThreadRowBuckets) / 4 + u];
+          for (int u = 0; u < kThreadRowChunk / 4; ++u) next_b[u] = bias4[(c0 + kStep + first) / 4 + u];
         }
       }
-      float x[kThreadRowBuckets];
+      float x[kThreadRowChunk];
 #pragma unroll
       for (int u = 0; u < kVec; ++u) {
         const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(buf + lane * Chunk::kPitch + u);
 #pragma unroll
         for (int v = 0; v < V; ++v) x[u * V + v] = LogitTraits<T>::widen(vec.v[v]);
       }
-      body(x, b, c);
+      body(x, b, c0 + first);
     }
   }
 };
 
-// Reads the 16-bit key half of expert 8 * c + i from a thread's slice.
+// Reads the 16-bit key half i (< 8) of a stored vector.
 __device__ __forceinline__ std::uint32_t key_half(const uint4& w, int i) {
   const std::uint32_t word = i / 2 == 0 ? w.x : i / 2 == 1 ? w.y : i / 2 == 2 ? w.z : w.w;
   return i % 2 == 0 ? word & 0xFFFFu : word >> 16;
 }
 
+// The expert of half i of the lane's q-th stored vector: vectors 2s and
+// 2s + 1 hold the lane's chunk at step s, which starts at (s * G + part) * 16.
+template <int G>
+__device__ __forceinline__ int stored_expert(int q, int i, int part) {
+  return ((q / 2) * G + part) * kThreadRowChunk + (q % 2) * 8 + i;
+}
+
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
 // to p. Instantiated once per normalization, so the hot loops carry no
-// branch on it. On return top_* hold a live row's best K experts in key
-// order.
-template <typename T, int K, typename Score>
-__device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadRowStream<T>& stream, const T* logits,
-                                                  bool live, Score score, uint4* halves, std::uint16_t* cand,
-                                                  std::uint32_t (&top_ord)[K], std::uint32_t (&top_expert)[K],
-                                                  float (&top_score)[K]) {
-  constexpr int kStep = kThreadRowBuckets;
+// branch on it. Every lane of the warp calls it (step 1 synchronizes the
+// warp). On return top_* hold, for a live row, the lane's best K experts
+// in key order.
+template <typename T, int K, int G, typename Score>
+__device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadRowStream<T, G>& stream,
+                                                  const T* logits, bool live, Score score, uint4* halves,
+                                                  std::uint16_t* cand, std::uint32_t (&top_ord)[K],
+                                                  std::uint32_t (&top_expert)[K], float (&top_score)[K]) {
+  constexpr int kStep = kThreadRowChunk;
   const int E = p.num_experts;
+  const int part = static_cast<int>(threadIdx.x % G);
 
   // ---- 1. keys: bucket maxima and the stored high halves ------------------
   std::uint32_t bucket[kStep];
@@ -166,10 +197,17 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
       bucket[i] = max(bucket[i], key);
       packed[i / 2] = i % 2 == 0 ? key >> 16 : packed[i / 2] | (key & 0xFFFF0000u);
     }
+    const int s = c / (kStep * G);  // the lane's step
 #pragma unroll
     for (int u = 0; u < kStep / 8; ++u)
-      halves[c / 8 + u] = make_uint4(packed[4 * u], packed[4 * u + 1], packed[4 * u + 2], packed[4 * u + 3]);
+      halves[s * 2 + u] = make_uint4(packed[4 * u], packed[4 * u + 1], packed[4 * u + 2], packed[4 * u + 3]);
   });
+  if constexpr (G > 1) {  // the row's bucket maxima, from its G lanes
+#pragma unroll
+    for (int i = 0; i < kStep; ++i)
+#pragma unroll
+      for (int off = 1; off < G; off *= 2) bucket[i] = max(bucket[i], __shfl_xor_sync(0xFFFFFFFFu, bucket[i], off));
+  }
   if (!live) return;
 
   // ---- 2. tau: the k-th largest bucket maximum (a sorted list of K) ------
@@ -191,14 +229,16 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
   for (int m = 0; m < K; ++m) tau = m == p.topk - 1 ? largest[m] : tau;
   const std::uint32_t tau_half = tau >> 16;  // 0: every expert, NaN ones included, qualifies
 
-  // ---- 3. the experts whose stored half reaches tau's, in index order ----
+  // ---- 3. the lane's experts whose stored half reaches tau's, in index order
+  const int stored = E / G / 8;
   int n = 0;
-  for (int c = 0; c < E / 8; ++c) {
-    const uint4 w = halves[c];
+  for (int q = 0; q < stored; ++q) {
+    const uint4 w = halves[q];
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       if (key_half(w, i) >= tau_half) {
-        if (n < kThreadRowCandidates) cand[n * kThreadRowBlockThreads] = static_cast<std::uint16_t>(c * 8 + i);
+        if (n < kThreadRowCandidates)
+          cand[n * kThreadRowBlockThreads] = static_cast<std::uint16_t>(stored_expert<G>(q, i, part));
         ++n;
       }
     }
@@ -226,20 +266,63 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
         if (e[u] >= 0) consider(e[u], x[u], b[u]);
     }
   } else {  // more than the list holds: every qualifying expert, from the stored halves
-    for (int c = 0; c < E / 8; ++c) {
-      const uint4 w = halves[c];
+    for (int q = 0; q < stored; ++q) {
+      const uint4 w = halves[q];
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        const int e = c * 8 + i;
+        const int e = stored_expert<G>(q, i, part);
         if (key_half(w, i) >= tau_half) consider(e, LogitTraits<T>::widen(logits[e]), p.bias[e]);
       }
     }
   }
 }
 
-// K: the compile-time list length, k <= K.
-template <typename T, int K>
+// Step 5 (G > 1): the row's top-k from its G lanes' sorted lists, k rounds
+// of a max over the list heads; every lane of the warp takes part. Slot j
+// goes to the row's lane j % G (slot_*[j / G]); selected_sum is the
+// slot-order sum of the k scores, in every lane of the row.
+template <int K, int G>
+__device__ __forceinline__ void merge_lane_lists(int k, std::uint32_t (&top_ord)[K], std::uint32_t (&top_expert)[K],
+                                                 float (&top_score)[K], std::int32_t (&slot_id)[(K + G - 1) / G],
+                                                 float (&slot_score)[(K + G - 1) / G], float& selected_sum) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int row_lane0 = lane & ~(G - 1);
+  selected_sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    if (j >= k) break;  // k is the same in every lane
+    // The head's 64-bit key (routing_math selection_key order): ord + 1,
+    // then the inverted index; an empty list's head is 0 and never wins.
+    const std::uint32_t hi = top_ord[0], lo = 0xFFFFFFFFu - top_expert[0];
+    std::uint32_t best_hi = hi, best_lo = lo;
+#pragma unroll
+    for (int off = 1; off < G; off *= 2) {
+      const std::uint32_t other_hi = __shfl_xor_sync(0xFFFFFFFFu, best_hi, off);
+      const std::uint32_t other_lo = __shfl_xor_sync(0xFFFFFFFFu, best_lo, off);
+      const bool take = other_hi > best_hi || (other_hi == best_hi && other_lo > best_lo);
+      best_hi = take ? other_hi : best_hi;
+      best_lo = take ? other_lo : best_lo;
+    }
+    const std::uint32_t expert = 0xFFFFFFFFu - best_lo;
+    const int owner = row_lane0 + static_cast<int>((expert / kThreadRowChunk) % G);  // the lane of its chunk
+    const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], owner);
+    if (best_hi != 0 && hi == best_hi && lo == best_lo) {  // this lane's head won: pop it
+#pragma unroll
+      for (int m = 0; m + 1 < K; ++m)
+        top_ord[m] = top_ord[m + 1], top_expert[m] = top_expert[m + 1], top_score[m] = top_score[m + 1];
+      top_ord[K - 1] = 0u, top_expert[K - 1] = 0xFFFFFFFFu, top_score[K - 1] = 0.0f;
+    }
+    selected_sum += score;
+    if (j % G == lane % G) slot_id[j / G] = static_cast<std::int32_t>(expert), slot_score[j / G] = score;
+  }
+}
+
+// K: the compile-time list length, k <= K; G: lanes per row.
+template <typename T, int K, int G>
 __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kernel(const KernelParams p) {
+  static_assert(G == 1 || G == 2 || G == 4, "lanes per row");
+  constexpr int kRowsPerWarp = 32 / G;
+  constexpr int kSlots = (K + G - 1) / G;  // output slots per lane
   extern __shared__ __align__(16) unsigned char thread_row_smem[];
 
   pdl_wait();
@@ -247,21 +330,23 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
 
   const int E = p.num_experts;
   const int tid = static_cast<int>(threadIdx.x);
-  const int warp = tid / 32, lane = tid % 32;
+  const int warp = tid / 32, lane = tid % 32, part = lane % G;
   uint4* const chunks = reinterpret_cast<uint4*>(thread_row_smem);
-  uint4* const halves = chunks + kThreadRowWarps * ThreadRowChunk<T>::kBytesPerWarp / 16 + tid * (E / 8 + 1);
-  std::uint16_t* const cand = reinterpret_cast<std::uint16_t*>(chunks + kThreadRowWarps * ThreadRowChunk<T>::kBytesPerWarp / 16 +
-                                                               kThreadRowBlockThreads * (E / 8 + 1)) +
-                              tid;  // entry i at cand[i * kThreadRowBlockThreads]
+  uint4* const lane_halves = chunks + kThreadRowWarps * ThreadRowChunk<T>::kBytesPerWarp / 16;
+  uint4* const halves = lane_halves + tid * (E / G / 8 + 1);
+  std::uint16_t* const cand =
+      reinterpret_cast<std::uint16_t*>(lane_halves + kThreadRowBlockThreads * (E / G / 8 + 1)) +
+      tid;  // entry i at cand[i * kThreadRowBlockThreads]
 
-  // Warp-uniform loop over tiles of 32 rows: the chunk stream needs every lane.
-  for (std::int64_t row0 = (static_cast<std::int64_t>(blockIdx.x) * kThreadRowWarps + warp) * 32; row0 < p.num_tokens;
-       row0 += static_cast<std::int64_t>(gridDim.x) * kThreadRowBlockThreads) {
-    const std::int64_t row = row0 + lane;
+  // Warp-uniform loop over tiles of 32 / G rows: the stream and the merge
+  // need every lane.
+  for (std::int64_t row0 = (static_cast<std::int64_t>(blockIdx.x) * kThreadRowWarps + warp) * kRowsPerWarp;
+       row0 < p.num_tokens; row0 += static_cast<std::int64_t>(gridDim.x) * kThreadRowWarps * kRowsPerWarp) {
+    const std::int64_t row = row0 + lane / G;
     const bool in_range = row < p.num_tokens;
     const bool padded = in_range && row_is_padded(p, row);
     const bool live = in_range && !padded;
-    ThreadRowStream<T> stream(p, chunks + warp * ThreadRowChunk<T>::kBytesPerWarp / 16, row0, live);
+    ThreadRowStream<T, G> stream(p, chunks + warp * ThreadRowChunk<T>::kBytesPerWarp / 16, row0, live);
     const T* const logits = static_cast<const T*>(p.logits) + (live ? row : 0) * p.logits_row_stride;
 
     std::uint32_t top_ord[K], top_expert[K];
@@ -270,49 +355,81 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
     for (int m = 0; m < K; ++m) top_ord[m] = 0u, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
 
     if (!p.softmax) {
-      thread_row_select<T, K>(p, stream, logits, live, [](float x) { return rm::sigmoid(x); }, halves, cand, top_ord,
-                              top_expert, top_score);
+      thread_row_select<T, K, G>(p, stream, logits, live, [](float x) { return rm::sigmoid(x); }, halves, cand,
+                                 top_ord, top_expert, top_score);
     } else {
-      // The row maximum and the fixed-point sum, exactly as the other paths.
+      // The row maximum and the fixed-point sum, exactly as the other paths
+      // (the G lanes' parts combined: max and integer sum are associative).
       float mx = -INFINITY;
       bool any_nan = false;
-      using Chunk = float[kThreadRowBuckets];
+      using Chunk = float[kThreadRowChunk];
       stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
 #pragma unroll
-        for (int i = 0; i < kThreadRowBuckets; ++i) {
+        for (int i = 0; i < kThreadRowChunk; ++i) {
           const float xm = apply_multiplier(p, x[i]);
           any_nan |= isnan(xm);
           mx = fmaxf(mx, xm);  // fmaxf drops NaN operands
         }
       });
+#pragma unroll
+      for (int off = 1; off < G; off *= 2) {
+        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, off));
+        any_nan = __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(any_nan), off) != 0 || any_nan;
+      }
       std::uint64_t fixed = 0;
       stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
 #pragma unroll
-        for (int i = 0; i < kThreadRowBuckets; ++i) {
+        for (int i = 0; i < kThreadRowChunk; ++i) {
           const float e = rm::exp_f32(apply_multiplier(p, x[i]) - mx);
           if (isnan(e)) any_nan = true;
           else fixed += rm::softmax_term_fixed(e);
         }
       });
+#pragma unroll
+      for (int off = 1; off < G; off *= 2) {
+        fixed += __shfl_xor_sync(0xFFFFFFFFu, fixed, off);
+        any_nan = __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(any_nan), off) != 0 || any_nan;
+      }
       const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-      thread_row_select<T, K>(p, stream, logits, live, [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); }, halves,
-                              cand, top_ord, top_expert, top_score);
+      thread_row_select<T, K, G>(p, stream, logits, live,
+                                 [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); }, halves,
+                                 cand, top_ord, top_expert, top_score);
     }
-    if (!in_range) continue;
 
-    if (padded) {
-      for (int j = 0; j < p.topk; ++j) store_slot(p, row, j, 0.0f, -1);
-      continue;
+    if constexpr (G == 1) {
+      // One lane per row: the form measured fastest (a merged form shared
+      // with G > 1 made this kernel 1.2x slower on the H200 though its PTX
+      // differed only here and in the prologue's order).
+      if (!in_range) continue;
+      if (padded) {
+        for (int j = 0; j < p.topk; ++j) store_slot(p, row, j, 0.0f, -1);
+        continue;
+      }
+      float selected_sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < K; ++j)
+        if (j < p.topk) selected_sum += top_score[j];
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+#pragma unroll
+      for (int j = 0; j < K; ++j)
+        if (j < p.topk)
+          store_slot(p, row, j, rm::routing_weight(top_score[j], denominator, p.route_scale),
+                     static_cast<std::int32_t>(top_expert[j]));
+    } else {
+      // ---- 5. the row's slots (lane j % G writes slot j) -------------------
+      std::int32_t slot_id[kSlots];
+      float slot_score[kSlots];
+      float selected_sum = 0.0f;
+      merge_lane_lists<K, G>(p.topk, top_ord, top_expert, top_score, slot_id, slot_score, selected_sum);
+      if (!in_range) continue;
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+#pragma unroll
+      for (int j = 0; j < K; ++j) {
+        if (j >= p.topk || j % G != part) continue;
+        if (padded) store_slot(p, row, j, 0.0f, -1);
+        else store_slot(p, row, j, rm::routing_weight(slot_score[j / G], denominator, p.route_scale), slot_id[j / G]);
+      }
     }
-    // ---- weights: the slot-order sum, as in every path ---------------------
-    float selected_sum = 0.0f;
-#pragma unroll
-    for (int j = 0; j < K; ++j)
-      if (j < p.topk) selected_sum += top_score[j];
-    const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-#pragma unroll
-    for (int j = 0; j < K; ++j)
-      if (j < p.topk) store_slot(p, row, j, rm::routing_weight(top_score[j], denominator, p.route_scale), static_cast<std::int32_t>(top_expert[j]));
   }
 }
 

@@ -1,8 +1,9 @@
 // The row-per-thread path (impl/cuda/routing_thread_row_path.cuh) against
 // the float64 reference and, bit for bit, against the register path, on
-// every logits distribution and at the edges of its selection: tau = 0
-// (fewer than k buckets hold a number), more listed experts than the list
-// holds, the top experts all in one bucket, ties in the stored key halves.
+// every logits distribution, with one, two and four lanes per row, and at
+// the edges of its selection: tau = 0 (fewer than k buckets hold a number),
+// more listed experts than the list holds, the top experts all in one
+// bucket (one lane of a row), ties in the stored key halves.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,7 +44,9 @@ TEST(ThreadRowPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
       harness::LogitsDistribution::kHuge};
   const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
   std::uint64_t i = 0;
-  for (std::int64_t E : {16, 64, 128, 256, 512})
+  // E = 160, 256: two lanes per row; 320, 512: four; 208, 272: one (not a
+  // multiple of 32 or 64); the rest one.
+  for (std::int64_t E : {16, 64, 128, 160, 208, 256, 272, 320, 512})
     for (std::int64_t k : {1, 2, 4, 5, 8})
       for (auto dist : dists) {
         CaseConfig cfg;
