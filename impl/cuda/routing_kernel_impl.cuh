@@ -162,7 +162,7 @@ inline unsigned grid_for(std::int64_t work_items) {
   return static_cast<unsigned>(work_items < kMaxBlocks ? work_items : kMaxBlocks);
 }
 
-template <typename T, int G, int P>
+template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
 cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bool pdl,
                                  bool allow_vector) {
   constexpr int kRowsPerBlock = kBlockThreads / G;
@@ -179,10 +179,10 @@ cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bo
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {
     if (vector_ok && kp.num_experts == G * P)
-      return launch_kernel(route_register_kernel<T, G, P, kVec, true>, blocks, 0, stream, pdl, kp);
+      return launch_kernel(route_register_kernel<T, G, P, kVec, true, kMinBlocks>, blocks, 0, stream, pdl, kp);
   }
-  if (vector_ok) return launch_kernel(route_register_kernel<T, G, P, kVec>, blocks, 0, stream, pdl, kp);
-  return launch_kernel(route_register_kernel<T, G, P, 1>, blocks, 0, stream, pdl, kp);
+  if (vector_ok) return launch_kernel(route_register_kernel<T, G, P, kVec, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+  return launch_kernel(route_register_kernel<T, G, P, 1, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
 }
 
 // Split-row path: W warps per row, 64 experts per warp (E <= 64 * W).
@@ -322,6 +322,15 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   return kp.num_tokens >= 32768 && !kp.softmax && E <= 128;
 }
 
+// E in (256, 512] on the register path: up to this many rows (256 blocks of
+// 8 rows, all resident at two blocks per SM on a 132-SM H100 or H200) the
+// third block per SM has nothing to hold, so the build without a spill
+// runs; above it the three-block build's extra warps pay for its spill.
+// H200, two blocks per SM against three (docs/performance.md): T = 1024
+// 0.84-0.91x the time with 16-bit logits, 0.97-0.98x fp32; T = 8192
+// 1.05-1.19x and T = 65536 1.11-1.27x.
+constexpr std::int64_t kSpillFreeMaxRows = 2048;
+
 // The tier table. A register tier is (group lanes G, experts per lane P),
 // E <= G * P. Few rows: one warp per row for E <= 32 and from E = 64
 // (G = 32), the shortest dependent chain per row. Many rows: eight experts
@@ -357,7 +366,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
                                     : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
-  return launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
+  return rows <= kSpillFreeMaxRows ? launch_register_tier<T, 32, 16, 2>(kp, stream, pdl, vec)
+                                   : launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }
 
 }  // namespace musespark::cuda

@@ -138,18 +138,19 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
   }
 }
 
-// Blocks per SM the compiler must fit: at 16 experts per lane the kernel
-// would take ~92 registers (two blocks per SM); three keep 24 warps
-// resident, as before threshold selection, at the price of a spill of
-// 28-80 bytes by dtype and variant (ptxas, sm_90a).
+// Blocks per SM the compiler must fit. At 16 experts per lane the kernel
+// fits two blocks per SM in ~96 registers with no spill; three keep 24
+// warps resident at the price of a 28-80 byte spill by dtype and variant
+// (ptxas, sm_90a). Which one pays depends on the rows: the launch picks
+// (register_min_blocks_for in routing_kernel_impl.cuh).
 template <int P>
 inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 
 // kFull: E == G * P, every register holds an expert; the validity of a
 // register is then the row's liveness, and the per-register bound checks
 // (and the predicate registers they spill to) disappear.
-template <typename T, int G, int P, int V, bool kFull = false>
-__global__ void __launch_bounds__(kBlockThreads, kRegisterMinBlocks<P>) route_register_kernel(const KernelParams p) {
+template <typename T, int G, int P, int V, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kChunks = P / V;

@@ -93,8 +93,10 @@ INSTANTIATE_TEST_SUITE_P(Kernel, CudaGrid, ::testing::ValuesIn(kernel_grid()),
 TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   SKIP_WITHOUT_GPU();
   // 300 rows take the few-rows tiers (the split-row path by default for
-  // E in (128, 512]); 4100 and 32800 the many-rows tiers (from 4096 rows at
-  // E = 128, from 32768 at E = 64). Each path is also forced on every shape.
+  // E in (128, 512]; forced, the register path's two-block build at
+  // E > 256); 4100 and 32800 the many-rows tiers (from 4096 rows at E = 128,
+  // from 32768 at E = 64; the three-block build at E > 256). Each path is
+  // also forced on every shape.
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
     for (std::int64_t tokens : {300, 4100, 32800}) {
       if (tokens == 32800 && E != 64) continue;
