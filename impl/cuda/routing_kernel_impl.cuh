@@ -306,20 +306,30 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 // warp instructions under ncu), but a thread's row is one long dependent
 // stream and each row keeps E 16-bit keys in shared memory, so it needs many
 // rows and resident warps; 16-bit logits halve its staging. Measured on the
-// H200 against the register path (docs/performance.md): sigmoid, E <= 128,
-// 32768+ rows 0.59-0.99x the time (one cell 1.04x); from 65536 rows with
-// 16-bit logits also sigmoid E = 256 (0.85-1.0x) and softmax E <= 128
-// (0.73-0.95x); slower elsewhere: fp32 softmax up to 1.1x, E = 512 1.3-3.7x,
-// and below 32768 rows. With 2 lanes per row at E = 256 (forced against the
-// register path, before the one-lane kernel was restored to its measured
-// form): sigmoid from 32768 rows 0.77-0.98x with 16-bit logits or k >= 4,
-// fp32 k = 1 1.02-1.06x. UNVERIFIED on this commit: to be re-measured.
+// H200 against the register path (docs/performance.md, "row-per-thread"):
+//  - E <= 128 (one lane per row): sigmoid from 32768 rows 0.59-0.99x the
+//    time (one cell 1.04x); softmax with 16-bit logits from 65536 rows
+//    0.73-0.95x; fp32 softmax up to 1.1x.
+//  - E = 256 and 512, where the register tier is full (every register an
+//    expert, no bound checks): 2 and 4 lanes per row win only for sigmoid
+//    at E = 256 from 32768 rows with 16-bit logits or k >= 4 (0.77-0.91x;
+//    fp32 k = 1 1.02-1.05x); softmax 1.05-1.65x, E = 512 0.96-1.23x.
+//  - E in (128, 512] between the full tiers, 2 or 4 lanes per row (E = 192
+//    and 384 measured): sigmoid 0.59-0.79x from 16384 rows (fp32 E <= 256
+//    from 32768: 1.04x at 16384, k = 1); softmax from 32768 rows 0.73-0.94x,
+//    and E > 256 with 16-bit logits from 16384 (0.81-0.89x); fp32 softmax at
+//    E > 256 0.92-1.03x, left to the register path.
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
-  if (!kp.softmax && kp.num_tokens >= 32768 && E > 128 && E <= 256 && (logit_bytes == 2 || kp.topk >= 4))
-    return true;
-  if (kp.num_tokens >= 65536 && logit_bytes == 2) return E <= (kp.softmax ? 128 : 256);
-  return kp.num_tokens >= 32768 && !kp.softmax && E <= 128;
+  const std::int64_t rows = kp.num_tokens;
+  const bool narrow = logit_bytes == 2;
+  if (E <= 128) return !kp.softmax ? rows >= 32768 : narrow && rows >= 65536;
+  if (E == 512) return false;
+  if (E == 256) return !kp.softmax && rows >= 32768 && (narrow || kp.topk >= 4);
+  if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
+  if (!kp.softmax) return rows >= (narrow || E > 256 ? 16384 : 32768);
+  if (narrow) return rows >= (E > 256 ? 16384 : 32768);
+  return E <= 256 && rows >= 32768;
 }
 
 // E in (256, 512] on the register path: up to this many rows (256 blocks of
