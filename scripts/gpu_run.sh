@@ -17,7 +17,8 @@
 #   candidates  the same for every tree of .candidates/ (scripts/make_candidates.sh
 #             REV..., carried with .baseline): each built once, all timed in
 #             CANDIDATE_ROUNDS (2) interleaved rounds, each compared with the
-#             baseline; CANDIDATE_TESTS=1 also runs each one's test_cuda_kernel
+#             baseline; CANDIDATE_TESTS=1 also runs each one's test_cuda_kernel;
+#             CANDIDATE_AXES (routing_benchmark flags) replaces the preset
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared) forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
@@ -161,12 +162,13 @@ for step in "${steps[@]}"; do
         fi
       done
       rounds=${CANDIDATE_ROUNDS:-2}
+      cand_args="${CANDIDATE_AXES:---preset=$preset} --impls=cuda --benchmark_repetitions=3"
       for round in $(seq 1 "$rounds"); do
         log "candidates: round $round of $rounds (baseline, ${names[*]})"
-        .baseline/build/gpu/perf/routing_benchmark $bench_args --benchmark_out="$LOGS/cand_baseline_$round.json" \
+        .baseline/build/gpu/perf/routing_benchmark $cand_args --benchmark_out="$LOGS/cand_baseline_$round.json" \
           --benchmark_out_format=json > "$LOGS/cand_baseline_$round.log" 2>&1 || status=1
         for name in "${names[@]}"; do
-          ".candidates/$name/build/gpu/perf/routing_benchmark" $bench_args --benchmark_out="$LOGS/cand_${name}_$round.json" \
+          ".candidates/$name/build/gpu/perf/routing_benchmark" $cand_args --benchmark_out="$LOGS/cand_${name}_$round.json" \
             --benchmark_out_format=json > "$LOGS/cand_${name}_$round.log" 2>&1 || status=1
         done
       done
