@@ -162,11 +162,20 @@ inline unsigned grid_for(std::int64_t work_items) {
   return static_cast<unsigned>(work_items < kMaxBlocks ? work_items : kMaxBlocks);
 }
 
+// Experts per vector load: up to 16 bytes, and a power of two that divides
+// P (P = 12 with 16-bit logits loads 4, not 8).
+template <typename T, int P>
+constexpr int register_tier_vector() {
+  int v = 16 / static_cast<int>(sizeof(T));
+  while (v > 1 && P % v != 0) v /= 2;
+  return v;
+}
+
 template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
 cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bool pdl,
                                  bool allow_vector) {
   constexpr int kRowsPerBlock = kBlockThreads / G;
-  constexpr int kVec = (16 / static_cast<int>(sizeof(T))) < P ? 16 / static_cast<int>(sizeof(T)) : P;
+  constexpr int kVec = register_tier_vector<T, P>();
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
   constexpr int kBiasVec = kVec < 4 ? kVec : 4;  // as in route_register_kernel
   const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
@@ -376,6 +385,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
                                     : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
+  if (E <= 384) return launch_register_tier<T, 32, 12>(kp, stream, pdl, vec);
   return rows <= kSpillFreeMaxRows ? launch_register_tier<T, 32, 16, 2>(kp, stream, pdl, vec)
                                    : launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
 }
