@@ -319,21 +319,24 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //  - E <= 128 (one lane per row): sigmoid from 32768 rows 0.59-0.99x the
 //    time (one cell 1.04x); softmax with 16-bit logits from 65536 rows
 //    0.73-0.95x; fp32 softmax up to 1.1x.
-//  - E = 256 and 512, where the register tier is full (every register an
-//    expert, no bound checks): 2 and 4 lanes per row win only for sigmoid
+//  - E = 256, 384 and 512, where the register tier is full (every register
+//    an expert, no bound checks): 2 and 4 lanes per row win only for sigmoid
 //    at E = 256 from 32768 rows with 16-bit logits or k >= 4 (0.77-0.91x;
-//    fp32 k = 1 1.02-1.05x); softmax 1.05-1.65x, E = 512 0.96-1.23x.
-//  - E in (128, 512] between the full tiers, 2 or 4 lanes per row (E = 192
-//    and 384 measured): sigmoid 0.59-0.79x from 16384 rows (fp32 E <= 256
-//    from 32768: 1.04x at 16384, k = 1); softmax from 32768 rows 0.73-0.94x,
-//    and E > 256 with 16-bit logits from 16384 (0.81-0.89x); fp32 softmax at
-//    E > 256 0.92-1.03x, left to the register path.
+//    fp32 k = 1 1.02-1.05x); softmax 1.05-1.65x; E = 512 0.96-1.23x; E = 384
+//    0.78-1.6x, below 1 only for 16-bit sigmoid at 65536 rows (0.94x).
+//  - E in (128, 512] between the full tiers, 2 or 4 lanes per row (E = 192,
+//    and E = 384 before its full tier, measured): sigmoid 0.59-0.79x from
+//    16384 rows (fp32 E <= 256 from 32768: 1.04x at 16384, k = 1); softmax
+//    from 32768 rows 0.73-0.94x, and E > 256 with 16-bit logits from 16384
+//    (0.81-0.89x); fp32 softmax at E > 256 0.92-1.03x, left to the register
+//    path. E = 320 (12-per-lane tier, not full) at 8192 rows: 0.92-1.02x
+//    sigmoid, 1.16-1.49x softmax.
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   const bool narrow = logit_bytes == 2;
   if (E <= 128) return !kp.softmax ? rows >= 32768 : narrow && rows >= 65536;
-  if (E == 512) return false;
+  if (E == 384 || E == 512) return false;  // full register tiers
   if (E == 256) return !kp.softmax && rows >= 32768 && (narrow || kp.topk >= 4);
   if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
   if (!kp.softmax) return rows >= (narrow || E > 256 ? 16384 : 32768);
@@ -341,7 +344,7 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   return E <= 256 && rows >= 32768;
 }
 
-// E in (256, 512] on the register path: up to this many rows (256 blocks of
+// E in (384, 512] on the register path: up to this many rows (256 blocks of
 // 8 rows, all resident at two blocks per SM on a 132-SM H100 or H200) the
 // third block per SM has nothing to hold, so the build without a spill
 // runs; above it the three-block build's extra warps pay for its spill.
@@ -357,7 +360,11 @@ constexpr std::int64_t kSpillFreeMaxRows = 2048;
 // reductions are paid once per warp.
 // Where "many" starts was measured on the H200 (docs/performance.md): for
 // E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
-// 8192 rows and win at 65536, so from 32768.
+// 8192 rows and win at 65536, so from 32768. Above 128 experts one warp
+// per row with 8, 12 or 16 experts per lane: a full tier (E = 256, 384,
+// 512) has no per-register bound checks, and E = 384 on the 16-per-lane
+// tier (a quarter of its registers empty) took 1.2-1.5x the time of its
+// own 12-per-lane tier at 1024-65536 rows (H200).
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {

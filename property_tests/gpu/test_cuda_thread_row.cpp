@@ -109,10 +109,10 @@ TEST(ThreadRowPath, SelectionEdges) {
 
 // Where the tier table sends it (routing_kernel_impl.cuh,
 // thread_row_preferred) the path runs without being forced: one lane per
-// row at E <= 128, two at 192 and 256, four at 384.
+// row at E <= 128, two at 192 and 256, four at 320.
 TEST(ThreadRowPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {64, 128, 192, 256, 384}) {
+  for (std::int64_t E : {64, 128, 192, 256, 320}) {
     CaseConfig cfg;
     cfg.experts = E;
     cfg.topk = 8;
