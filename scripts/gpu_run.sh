@@ -17,7 +17,8 @@
 #   candidates  the same for every tree of .candidates/ (scripts/make_candidates.sh
 #             REV..., carried with .baseline): each built once, all timed in
 #             CANDIDATE_ROUNDS (2) interleaved rounds, each compared with the
-#             baseline; CANDIDATE_TESTS=1 also runs each one's test_cuda_kernel;
+#             baseline; CANDIDATE_TESTS=1 also runs each one's test_cuda_kernel and
+#             test_cuda_thread_row;
 #             CANDIDATE_AXES (routing_benchmark flags) replaces the preset
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared) forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
@@ -179,12 +180,14 @@ for step in "${steps[@]}"; do
             | tee -a "$OUT/summary.log"
         done
         if [ "${CANDIDATE_TESTS:-0}" = 1 ]; then
-          if build_tree ".candidates/$name" "$LOGS/build_tests_$name.log" test_cuda_kernel; then
-            ".candidates/$name/build/gpu/property_tests/test_cuda_kernel" --gtest_brief=1 > "$LOGS/test_cuda_kernel_$name.log" 2>&1 || status=1
-            echo "$name test_cuda_kernel: $(grep -E '^\[  (PASSED|FAILED)  \]' "$LOGS/test_cuda_kernel_$name.log" | head -3 | tr '\n' ' ')" \
-              | tee -a "$OUT/summary.log"
+          if build_tree ".candidates/$name" "$LOGS/build_tests_$name.log" test_cuda_kernel test_cuda_thread_row; then
+            for t in test_cuda_kernel test_cuda_thread_row; do
+              ".candidates/$name/build/gpu/property_tests/$t" --gtest_brief=1 > "$LOGS/${t}_$name.log" 2>&1 || status=1
+              echo "$name $t: $(grep -E '^\[  (PASSED|FAILED)  \]' "$LOGS/${t}_$name.log" | head -3 | tr '\n' ' ')" \
+                | tee -a "$OUT/summary.log"
+            done
           else
-            echo "$name: test_cuda_kernel does not build (build_tests_$name.log)" | tee -a "$OUT/summary.log"; status=1
+            echo "$name: test_cuda_kernel or test_cuda_thread_row does not build (build_tests_$name.log)" | tee -a "$OUT/summary.log"; status=1
           fi
         fi
       done ;;
