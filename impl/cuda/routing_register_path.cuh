@@ -140,9 +140,9 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
 
 // Blocks per SM the compiler must fit. At 16 experts per lane the kernel
 // fits two blocks per SM in ~96 registers with no spill; three keep 24
-// warps resident at the price of a spill (28-120 bytes stored) by dtype and variant
-// (ptxas, sm_90a). Which one pays depends on the rows: the launch picks
-// (kSpillFreeMaxRows in routing_kernel_impl.cuh).
+// warps resident at the price of a spill (28-120 bytes stored, by dtype
+// and variant; ptxas, sm_90a). Which one pays depends on the rows: the
+// launch picks (kSpillFreeMaxRows in routing_kernel_impl.cuh).
 template <int P>
 inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 
