@@ -53,6 +53,61 @@ struct Events {
   }
 };
 
+// A stream of its own, so that capture and replay see no other work.
+class OwnedStream {
+ public:
+  OwnedStream() { check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream"); }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+  ~OwnedStream() { cudaStreamDestroy(stream_); }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// `launches` calls of launch(stream) captured into one CUDA graph; a replay
+// runs them back to back, as a serving loop would (the anchor's method).
+// The launch floor and the cells are timed by the same code, so their
+// figures compare.
+class CapturedLaunches {
+ public:
+  template <typename Launch>
+  CapturedLaunches(cudaStream_t stream, int launches, Launch&& launch) : stream_(stream), launches_(launches) {
+    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    try {
+      for (int i = 0; i < launches; ++i) check_cuda(launch(stream), "captured launch");
+    } catch (...) {
+      cudaGraph_t partial = nullptr;  // leave the stream out of capture mode
+      cudaStreamEndCapture(stream, &partial);
+      if (partial != nullptr) cudaGraphDestroy(partial);
+      throw;
+    }
+    check_cuda(cudaStreamEndCapture(stream, &graph_), "end capture");
+    check_cuda(cudaGraphInstantiate(&exec_, graph_, 0), "instantiate");
+  }
+  CapturedLaunches(const CapturedLaunches&) = delete;
+  CapturedLaunches& operator=(const CapturedLaunches&) = delete;
+  ~CapturedLaunches() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+
+  // One replay between two events on the stream; seconds per launch.
+  double replay_seconds_per_launch(Events& ev) {
+    check_cuda(cudaEventRecord(ev.start, stream_), "record");
+    check_cuda(cudaGraphLaunch(exec_, stream_), "replay");
+    check_cuda(cudaEventRecord(ev.stop, stream_), "record");
+    return ev.seconds() / launches_;
+  }
+
+ private:
+  cudaStream_t stream_;
+  int launches_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // The least a router launch can cost here: one warp that waits for its
 // predecessor (PDL), lets its dependents start and writes one word.
 __global__ void launch_floor_kernel(int* out) {
@@ -66,28 +121,16 @@ __global__ void launch_floor_kernel(int* out) {
 void record_launch_floor(const BenchOptions& options) {
   try {
     DeviceBuffer word(sizeof(int));
-    cudaStream_t stream;
-    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    for (int i = 0; i < options.graph_launches; ++i)
-      check_cuda(cuda::launch_with_pdl(launch_floor_kernel, 1, 32, 0, stream, options.pdl, static_cast<int*>(word.get())),
-                 "captured launch");
-    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
-    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    OwnedStream stream;
+    CapturedLaunches graph(stream.get(), options.graph_launches, [&](cudaStream_t s) {
+      return cuda::launch_with_pdl(launch_floor_kernel, 1, 32, 0, s, options.pdl, static_cast<int*>(word.get()));
+    });
     Events ev;
     double best = 1e30;
     for (int rep = 0; rep < 20; ++rep) {  // the first replay warms up
-      check_cuda(cudaEventRecord(ev.start, stream), "record");
-      check_cuda(cudaGraphLaunch(exec, stream), "replay");
-      check_cuda(cudaEventRecord(ev.stop, stream), "record");
-      const double s = ev.seconds() / options.graph_launches;
+      const double s = graph.replay_seconds_per_launch(ev);
       if (rep > 0) best = std::min(best, s);
     }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    cudaStreamDestroy(stream);
     // Same launch, graph and PDL setting as the cells; best of 19 replays.
     benchmark::AddCustomContext("launch_floor_us", std::to_string(best * 1e6));
   } catch (const std::exception& e) {
@@ -159,8 +202,8 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   if (cell.half_padded) p.is_padding = static_cast<const bool*>(pad.get());
   set_contiguous_outputs(p, static_cast<float*>(weights.get()), ids.get(), DType::kInt32);
 
-  cudaStream_t stream;
-  check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  OwnedStream owned_stream;
+  const cudaStream_t stream = owned_stream.get();
   cuda::LaunchOptions lo;
   lo.enable_pdl = options.pdl;
   lo.force_path = options.force_path;
@@ -171,21 +214,10 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   Events ev;
 
   if (!options.flush_l2) {
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    check_cuda(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    for (int i = 0; i < options.graph_launches; ++i) check_cuda(cuda::launch_routing(p, stream, lo), "captured launch");
-    check_cuda(cudaStreamEndCapture(stream, &graph), "end capture");
-    check_cuda(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    check_cuda(cudaGraphLaunch(exec, stream), "warm replay");
-    for (auto _ : state) {
-      check_cuda(cudaEventRecord(ev.start, stream), "record");
-      check_cuda(cudaGraphLaunch(exec, stream), "replay");
-      check_cuda(cudaEventRecord(ev.stop, stream), "record");
-      state.SetIterationTime(ev.seconds() / options.graph_launches);
-    }
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+    CapturedLaunches graph(stream, options.graph_launches,
+                           [&](cudaStream_t s) { return cuda::launch_routing(p, s, lo); });
+    graph.replay_seconds_per_launch(ev);  // warm replay
+    for (auto _ : state) state.SetIterationTime(graph.replay_seconds_per_launch(ev));
   } else {
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
@@ -198,7 +230,6 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
       state.SetIterationTime(ev.seconds());
     }
   }
-  cudaStreamDestroy(stream);
   set_counters(state, cell, copy_bw);
 }
 

@@ -26,6 +26,7 @@
 #pragma once
 
 #include "routing_kernel_common.cuh"
+#include "routing_lane_scores.cuh"
 #include "routing_threshold_select.cuh"
 
 namespace musespark::cuda {
@@ -153,7 +154,6 @@ template <typename T, int G, int P, int V, bool kFull = false, int kMinBlocks = 
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
-  constexpr int kChunks = P / V;
   constexpr int kMaxK = G * P < kMaxTopK ? G * P : kMaxTopK;  // k <= min(E, 64) <= G * P
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
   constexpr int kBiasVec = V < 4 ? V : 4;                       // floats per bias load
@@ -200,47 +200,14 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
       }
     }
     const T* row_ptr = static_cast<const T*>(p.logits) + (live ? row : 0) * p.logits_row_stride;
-#pragma unroll
-    for (int c = 0; c < kChunks; ++c) {
-      const int e0 = (c * G + lane) * V;
-      if constexpr (V > 1) {
-        if (valid[c * V]) {  // E % V == 0 on this path: the whole vector is in range
-          const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(row_ptr + e0);
-#pragma unroll
-          for (int v = 0; v < V; ++v) s[c * V + v] = LogitTraits<T>::widen(vec.v[v]);
-        }
-      } else {
-        if (valid[c]) s[c] = LogitTraits<T>::widen(row_ptr[e0 * p.logits_col_stride]);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < P; ++i) s[i] = valid[i] ? apply_multiplier(p, s[i]) : 0.0f;
+    load_lane_logits<T, P, V>(p, row_ptr, valid, [lane](int c) { return (c * G + lane) * V; }, s);
     if (!p.softmax) {
-#pragma unroll
-      for (int i = 0; i < P; ++i) s[i] = rm::sigmoid(s[i]);
+      sigmoid_scores(s);
     } else {
-      float mx = -INFINITY;
       std::uint32_t any_nan = 0;
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        if (!valid[i]) continue;
-        any_nan |= isnan(s[i]) ? 1u : 0u;
-        mx = fmaxf(mx, s[i]);  // fmaxf drops NaN operands
-      }
-      mx = group_max_f32<G>(mx);
-      std::uint64_t fixed = 0;
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        if (!valid[i]) continue;
-        s[i] = rm::exp_f32(s[i] - mx);
-        if (isnan(s[i])) any_nan = 1u;
-        else fixed += rm::softmax_term_fixed(s[i]);
-      }
-      fixed = group_sum_u64<G>(fixed);
-      any_nan = group_max_u32<G>(any_nan);
-      const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-#pragma unroll
-      for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
+      const float row_max = group_max_f32<G>(lane_softmax_max(s, valid, any_nan));
+      const std::uint64_t fixed = group_sum_u64<G>(lane_softmax_exp(s, valid, row_max, any_nan));
+      softmax_shares(s, fixed, group_max_u32<G>(any_nan) != 0);
     }
 
     // Selection input q = s + bias; NaN marks registers that hold no expert

@@ -57,57 +57,25 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
       b[i] = valid[i] ? p.bias[expert_of(i)] : 0.0f;
     }
     const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
-#pragma unroll
-    for (int c = 0; c < P / V; ++c) {
-      const int e0 = warp * S + (c * 32 + lane) * V;
-      if constexpr (V > 1) {
-        if (valid[c * V]) {  // E % V == 0 on this path
-          const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(row_ptr + e0);
-#pragma unroll
-          for (int v = 0; v < V; ++v) s[c * V + v] = LogitTraits<T>::widen(vec.v[v]);
-        }
-      } else {
-        if (valid[c]) s[c] = LogitTraits<T>::widen(row_ptr[e0 * p.logits_col_stride]);
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < P; ++i) s[i] = valid[i] ? apply_multiplier(p, s[i]) : 0.0f;
+    load_lane_logits<T, P, V>(p, row_ptr, valid, [lane, warp](int c) { return warp * S + (c * 32 + lane) * V; }, s);
 
     if (!p.softmax) {
-#pragma unroll
-      for (int i = 0; i < P; ++i) s[i] = rm::sigmoid(s[i]);
+      sigmoid_scores(s);
     } else {
-      float mx = -INFINITY;
       std::uint32_t any_nan = 0;
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        if (!valid[i]) continue;
-        any_nan |= isnan(s[i]) ? 1u : 0u;
-        mx = fmaxf(mx, s[i]);  // fmaxf drops NaN operands; the maximum is exact in any order
-      }
-      mx = group_max_f32<32>(mx);
+      float mx = group_max_f32<32>(lane_softmax_max(s, valid, any_nan));
       if (lane == 0) warp_max[warp] = mx;
       __syncthreads();
 #pragma unroll
       for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]);
-      std::uint64_t fixed = 0;
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        if (!valid[i]) continue;
-        s[i] = rm::exp_f32(s[i] - mx);
-        if (isnan(s[i])) any_nan = 1u;
-        else fixed += rm::softmax_term_fixed(s[i]);
-      }
-      fixed = group_sum_u64<32>(fixed);
+      std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx, any_nan));
       any_nan = group_max_u32<32>(any_nan);
       if (lane == 0) warp_sum[warp] = fixed, warp_nan[warp] = any_nan;
       __syncthreads();
       fixed = 0;
 #pragma unroll
       for (int w = 0; w < W; ++w) fixed += warp_sum[w], any_nan |= warp_nan[w];
-      const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-#pragma unroll
-      for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
+      softmax_shares(s, fixed, any_nan != 0);
     }
 
     // ---- each warp: its slice's top-k, in key order, to shared memory -------

@@ -1,0 +1,84 @@
+// A lane's share of a row's scores (SPEC steps 1-2), for the kernels that
+// hold P experts per lane in registers: the register path and the split-row
+// path. Each kernel decides which experts a lane holds and how the softmax
+// reductions cross lanes (and, in the split-row path, warps); the per-lane
+// arithmetic here is the same in both, so their bits are too.
+#pragma once
+
+#include "routing_kernel_common.cuh"
+
+namespace musespark::cuda {
+
+// s[i] = the logit of the lane's i-th expert, widened to fp32 and scaled by
+// the multiplier; 0 where valid[i] is false (nothing is loaded there).
+// chunk_start(c) is the first expert of the lane's c-th run of V
+// consecutive experts; with V > 1 the caller guarantees contiguous,
+// V-aligned logits and E % V == 0, so a valid run is valid throughout.
+template <typename T, int P, int V, typename ChunkStart>
+__device__ __forceinline__ void load_lane_logits(const KernelParams& p, const T* row_ptr, const bool (&valid)[P],
+                                                 ChunkStart chunk_start, float (&s)[P]) {
+  static_assert(P % V == 0, "whole vectors per lane");
+#pragma unroll
+  for (int c = 0; c < P / V; ++c) {
+    const int e0 = chunk_start(c);
+    if constexpr (V > 1) {
+      if (valid[c * V]) {
+        const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(row_ptr + e0);
+#pragma unroll
+        for (int v = 0; v < V; ++v) s[c * V + v] = LogitTraits<T>::widen(vec.v[v]);
+      }
+    } else {
+      if (valid[c]) s[c] = LogitTraits<T>::widen(row_ptr[e0 * p.logits_col_stride]);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < P; ++i) s[i] = valid[i] ? apply_multiplier(p, s[i]) : 0.0f;
+}
+
+template <int P>
+__device__ __forceinline__ void sigmoid_scores(float (&s)[P]) {
+#pragma unroll
+  for (int i = 0; i < P; ++i) s[i] = rm::sigmoid(s[i]);
+}
+
+// Softmax, first half: the lane's maximum (NaN dropped, as fmaxf does) and
+// whether it holds a NaN.
+template <int P>
+__device__ __forceinline__ float lane_softmax_max(const float (&s)[P], const bool (&valid)[P],
+                                                  std::uint32_t& any_nan) {
+  float mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    if (!valid[i]) continue;
+    any_nan |= isnan(s[i]) ? 1u : 0u;
+    mx = fmaxf(mx, s[i]);  // the maximum is exact in any order
+  }
+  return mx;
+}
+
+// Softmax, second half: s[i] = exp(s[i] - row max) and the lane's
+// fixed-point sum of the non-NaN terms (exact, so any order of the later
+// cross-lane sum gives the same bits).
+template <int P>
+__device__ __forceinline__ std::uint64_t lane_softmax_exp(float (&s)[P], const bool (&valid)[P], float row_max,
+                                                          std::uint32_t& any_nan) {
+  std::uint64_t fixed = 0;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    if (!valid[i]) continue;
+    s[i] = rm::exp_f32(s[i] - row_max);
+    if (isnan(s[i])) any_nan = 1u;
+    else fixed += rm::softmax_term_fixed(s[i]);
+  }
+  return fixed;
+}
+
+// Softmax, last step: each term over the row's sum (NaN when the row held one).
+template <int P>
+__device__ __forceinline__ void softmax_shares(float (&s)[P], std::uint64_t row_fixed, bool row_has_nan) {
+  const float sum = row_has_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(row_fixed);
+#pragma unroll
+  for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
+}
+
+}  // namespace musespark::cuda
