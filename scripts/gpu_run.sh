@@ -23,7 +23,8 @@
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared) forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
-#   ncu       Nsight Compute on the cells of NCU_CELLS (NCU_SOURCE=1: per-instruction counts too)
+#   ncu       Nsight Compute on the cells of NCU_CELLS (T:E:k:dtype[:norm] ...;
+#             NCU_SOURCE=1: per-instruction counts too)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
 #
 # What comes back ($OUT, at most eight files): summary.log, the JSON reports
@@ -226,19 +227,22 @@ PY
           --benchmark_report_aggregates_only=true 2>&1 | grep median | awk '{print $1, $2, $3}' | tee -a "$OUT/summary.log"
       done ;;
     ncu)
+      # A cell is T:E:k:dtype[:norm] (norm: sigmoid unless given).
       for cell in ${NCU_CELLS:-65536:64:8:float32 65536:256:8:float32 65536:256:8:bfloat16 1:256:8:float32}; do
-        IFS=: read -r t e k d <<< "$cell"
-        log "ncu T=$t E=$e k=$k $d"
+        IFS=: read -r t e k d n <<< "$cell"
+        n=${n:-sigmoid}
+        tag="${t}_${e}_${k}_${d}_$n"
+        log "ncu T=$t E=$e k=$k $d $n"
         ncu --clock-control none --set full -k regex:route_ --launch-skip 3 --launch-count 1 \
-          $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d \
-          > "$LOGS/ncu_${t}_${e}_${k}_$d.log" 2>&1 || status=1
+          $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n \
+          > "$LOGS/ncu_$tag.log" 2>&1 || status=1
         if [ "${NCU_SOURCE:-0}" = 1 ]; then  # per-SASS-instruction counts of the cell, for logs.tgz
           ncu --clock-control none --set full -k regex:route_ --launch-skip 3 --launch-count 1 -f -o "$WORK/ncu_cell" \
-            $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d > /dev/null 2>&1 \
-            && ncu -i "$WORK/ncu_cell.ncu-rep" --page source --csv --print-source sass > "$LOGS/ncu_sass_${t}_${e}_${k}_$d.csv" 2>&1
+            $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n > /dev/null 2>&1 \
+            && ncu -i "$WORK/ncu_cell.ncu-rep" --page source --csv --print-source sass > "$LOGS/ncu_sass_$tag.csv" 2>&1
         fi
         grep -E "^  [a-z_]+::route|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Ipc Active|Issue Slots Busy|No Eligible|One or More Eligible|Theoretical Occupancy|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued" \
-          "$LOGS/ncu_${t}_${e}_${k}_$d.log" | head -22 | tee -a "$OUT/summary.log"
+          "$LOGS/ncu_$tag.log" | head -22 | tee -a "$OUT/summary.log"
       done ;;
     loader)
       ckpt=$WORK/muse_layer.safetensors
