@@ -1,8 +1,9 @@
 // Row-per-thread path of the router kernel, for large batches: a row is
-// owned by G = 1, 2 or 4 consecutive lanes (E <= 128: one, E <= 256: two,
-// E <= 512: four), E a multiple of 16 * G up to 512, k <= 8, logits
-// contiguous along the experts and 16-byte aligned (routing_kernel.cuh,
-// thread_row_unsupported, names what it needs).
+// owned by G = 1, 2 or 4 consecutive lanes (thread_row_lanes_per_row: two
+// above 128 experts, four above 256, where E is a multiple of 16 * G; else
+// one), E a multiple of 16 up to 512, k <= 8, logits contiguous along the
+// experts and 16-byte aligned (routing_kernel.cuh, thread_row_unsupported,
+// names what it needs).
 //
 // Why. With one warp per row (the register path) every per-row step of the
 // selection (the tau rounds, the candidate ranking, the slot writes) is a
