@@ -170,6 +170,10 @@ constexpr int register_tier_vector() {
   while (v > 1 && P % v != 0) v /= 2;
   return v;
 }
+static_assert(register_tier_vector<float, 8>() == 4 && register_tier_vector<float, 12>() == 4 &&
+              register_tier_vector<__nv_bfloat16, 16>() == 8 && register_tier_vector<__nv_bfloat16, 12>() == 4 &&
+              register_tier_vector<__half, 2>() == 2 && register_tier_vector<float, 1>() == 1,
+              "vector width per tier");
 
 template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
 cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bool pdl,
