@@ -78,6 +78,43 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
       softmax_shares(s, fixed, any_nan != 0);
     }
 
+    // ---- k = 1: each warp's best expert, then the best of the W ------------
+    // No candidate lists and no merge loop: one round per warp, one over the
+    // warps' winners (decode at k = 1 is bound by this chain). A lane visits
+    // its experts in increasing index order, so a strict compare keeps the
+    // lower index among equal keys, as the key order does.
+    if (p.topk == 1) {  // block-uniform
+      std::uint32_t best_ord = 0u, best_expert = 0xFFFFFFFFu;
+      float best_score = 0.0f;
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        const std::uint32_t o = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
+        const bool take = o > best_ord;
+        best_ord = take ? o : best_ord;
+        best_expert = take ? static_cast<std::uint32_t>(expert_of(i)) : best_expert;
+        best_score = take ? s[i] : best_score;
+      }
+      const std::uint32_t warp_best = group_max_u32<32>(best_ord);
+      const std::uint32_t warp_expert = group_min_u32<32>(best_ord == warp_best ? best_expert : 0xFFFFFFFFu);
+      const int owner = static_cast<int>(((warp_expert - static_cast<std::uint32_t>(warp * S)) / V) % 32);
+      const float warp_score = __shfl_sync(0xFFFFFFFFu, best_score, owner);
+      if (lane == 0) cand_ord[warp][0] = warp_best, cand_expert[warp][0] = warp_expert, cand_score[warp][0] = warp_score;
+      __syncthreads();
+      if (warp == 0) {
+        const std::uint32_t o = lane < W ? cand_ord[lane][0] : 0u;
+        const std::uint32_t best = group_max_u32<32>(o);
+        const std::uint32_t expert = group_min_u32<32>(o == best ? cand_expert[lane < W ? lane : 0][0] : 0xFFFFFFFFu);
+        const float score = __shfl_sync(0xFFFFFFFFu, lane < W ? cand_score[lane][0] : 0.0f,
+                                        static_cast<int>((expert / S) % 32));
+        if (lane == 0) {
+          const float denominator = rm::weight_denominator(0.0f + score, p.has_eps, p.eps);  // the rounds' sum
+          store_slot(p, row, 0, rm::routing_weight(score, denominator, p.route_scale), static_cast<std::int32_t>(expert));
+        }
+      }
+      __syncthreads();  // the winners' slots are reused by the next row
+      continue;
+    }
+
     // ---- each warp: its slice's top-k, in key order, to shared memory -------
     std::uint32_t top_ord[M], top_expert[M];
     float top_score[M];
