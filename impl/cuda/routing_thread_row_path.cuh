@@ -205,9 +205,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
   });
   if constexpr (G > 1) {  // the row's bucket maxima, from its G lanes
 #pragma unroll
-    for (int i = 0; i < kStep; ++i)
-#pragma unroll
-      for (int off = 1; off < G; off *= 2) bucket[i] = max(bucket[i], __shfl_xor_sync(0xFFFFFFFFu, bucket[i], off));
+    for (int i = 0; i < kStep; ++i) bucket[i] = group_max_u32<G>(bucket[i]);
   }
   if (!live) return;
 
@@ -372,11 +370,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
           mx = fmaxf(mx, xm);  // fmaxf drops NaN operands
         }
       });
-#pragma unroll
-      for (int off = 1; off < G; off *= 2) {
-        mx = fmaxf(mx, __shfl_xor_sync(0xFFFFFFFFu, mx, off));
-        any_nan = __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(any_nan), off) != 0 || any_nan;
-      }
+      mx = group_max_f32<G>(mx);
       std::uint64_t fixed = 0;
       stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
 #pragma unroll
@@ -386,11 +380,10 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
           else fixed += rm::softmax_term_fixed(e);
         }
       });
-#pragma unroll
-      for (int off = 1; off < G; off *= 2) {
-        fixed += __shfl_xor_sync(0xFFFFFFFFu, fixed, off);
-        any_nan = __shfl_xor_sync(0xFFFFFFFFu, static_cast<int>(any_nan), off) != 0 || any_nan;
-      }
+      // A lane's NaN flag from the max pass stays set through the sum pass,
+      // so one combine of the flag, here, covers both passes.
+      fixed = group_sum_u64<G>(fixed);
+      any_nan = group_max_u32<G>(any_nan ? 1u : 0u) != 0u;
       const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
       thread_row_select<T, K, G>(p, stream, logits, live,
                                  [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); }, halves,
