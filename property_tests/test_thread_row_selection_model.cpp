@@ -28,6 +28,9 @@ struct Row {
   int lanes;             // G: 1, 2 or 4
   int k;                 // 1..8
   std::vector<float> q;  // E = q.size(), a multiple of 16 * G
+  // Step 1's key bounds (the kernel's KeyBounds), as distances below and
+  // above each expert's exact key; empty: the exact key both ways.
+  std::vector<std::uint32_t> below, above;
 };
 
 void showValue(const Row& r, std::ostream& os) {
@@ -62,12 +65,21 @@ void insert(LaneList& list, int K, std::uint32_t ord, int e) {
 ModelResult thread_row_model(const Row& row) {
   const int E = static_cast<int>(row.q.size()), G = row.lanes, k = row.k;
   const int K = k == 1 ? 1 : k <= 4 ? 4 : 8;
-  std::vector<std::uint32_t> key(static_cast<std::size_t>(E));
-  for (int e = 0; e < E; ++e) key[e] = rm::ordered_score(row.q[e]);
+  std::vector<std::uint32_t> key(static_cast<std::size_t>(E)), key_lo(key.size()), key_hi(key.size());
+  for (int e = 0; e < E; ++e) {
+    key[e] = rm::ordered_score(row.q[e]);
+    // lo stays NaN (key 0) only for a NaN q and never falls to 0 otherwise;
+    // hi of a NaN q is whatever `above` says (the kernel's is arbitrary).
+    const std::uint32_t below = row.below.empty() ? 0u : row.below[e];
+    const std::uint32_t above = row.above.empty() ? 0u : row.above[e];
+    key_lo[e] = key[e] == 0 ? 0u : key[e] - std::min(below, key[e] - 1u);
+    key_hi[e] = key[e] == 0 ? above : key[e] + std::min(above, 0xFFFFFFFFu - key[e]);
+  }
 
-  // 1-2. bucket maxima (the G lanes' combined), tau the k-th largest.
+  // 1-2. bucket maxima of the lower bounds (the G lanes' combined), tau the
+  // k-th largest.
   std::array<std::uint32_t, kChunk> bucket{};
-  for (int e = 0; e < E; ++e) bucket[e % kChunk] = std::max(bucket[e % kChunk], key[e]);
+  for (int e = 0; e < E; ++e) bucket[e % kChunk] = std::max(bucket[e % kChunk], key_lo[e]);
   std::vector<std::uint32_t> largest(static_cast<std::size_t>(K), 0u);
   for (std::uint32_t v : bucket)
     for (int m = 0; m < K; ++m) {
@@ -86,7 +98,7 @@ ModelResult thread_row_model(const Row& row) {
     for (int s = 0; s * kChunk * G < E; ++s)
       for (int w = 0; w < kChunk; ++w) {
         const int e = (s * G + part) * kChunk + w;
-        if ((key[e] >> 16) < tau_half) continue;
+        if ((key_hi[e] >> 16) < tau_half) continue;
         ++listed;
         insert(lists[part], K, key[e] + 1u, e);
       }
@@ -157,6 +169,26 @@ rc::Gen<Row> gen_row() {
 
 RC_GTEST_PROP(ThreadRowSelectionModel, IsTheExactTopK, ()) {
   const Row row = *gen_row();
+  const ModelResult got = thread_row_model(row);
+  RC_TAG(row.lanes);
+  RC_CLASSIFY(got.tau_zero, "tau = 0");
+  RC_CLASSIFY(got.list_overflow, "a lane's list overflows");
+  RC_ASSERT(got.owners_consistent);
+  RC_ASSERT(got.ids == exact_top_k(row));
+}
+
+// Step 1 from bounds instead of exact keys (the kernel's sigmoid bounds):
+// buckets of lower bounds, halves of upper bounds, up to 2^20 key steps
+// away (the kernel's are about 2^8-2^17 steps at q near 1), NaN experts'
+// upper bounds anywhere. Step 4's exact keys must still give the exact top-k.
+RC_GTEST_PROP(ThreadRowSelectionModel, IsTheExactTopKFromKeyBounds, ()) {
+  Row row = *gen_row();
+  const std::size_t E = row.q.size();
+  const auto distance = rc::gen::weightedOneOf<std::uint32_t>(
+      {{2, rc::gen::just(0u)}, {3, rc::gen::inRange(0u, 1u << 12)}, {1, rc::gen::inRange(0u, 1u << 20)}});
+  row.below = *rc::gen::container<std::vector<std::uint32_t>>(E, distance);
+  row.above = *rc::gen::container<std::vector<std::uint32_t>>(E, rc::gen::weightedOneOf<std::uint32_t>(
+                                                                     {{5, distance}, {1, rc::gen::arbitrary<std::uint32_t>()}}));
   const ModelResult got = thread_row_model(row);
   RC_TAG(row.lanes);
   RC_CLASSIFY(got.tau_zero, "tau = 0");

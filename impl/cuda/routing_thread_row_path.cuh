@@ -172,37 +172,92 @@ __device__ __forceinline__ int stored_expert(int q, int i, int part) {
   return ((q / 2) * G + part) * kThreadRowChunk + (q % 2) * 8 + i;
 }
 
+// Step 1's keys. The selection needs exact keys only for the experts it
+// lists; step 1 needs, per expert, a lower bound `lo` of q (for the bucket
+// maxima, hence tau) and an upper bound `hi_key` of q's key (for the stored
+// half that lists it). With lo <= q and hi_key >= key(q), tau is at most
+// the k-th largest exact key (k distinct experts have q >= lo >= tau) and
+// every expert of the top-k has hi_key >= key(q) >= tau, so it is listed;
+// step 4 then ranks the listed experts by exact keys.
+struct KeyBounds {
+  float lo;             // <= q, NaN only where q is NaN
+  std::uint32_t hi_key; // >= ordered_score(q)
+};
+
+// The exact key, both ways (softmax, whose shares need the row's sum).
+template <typename Score>
+struct ExactKeyBounds {
+  Score score;
+  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
+    const float q = score(xm) + b;
+    return {q, rm::ordered_score(q)};
+  }
+};
+
+// Sigmoid bounds from the hardware approximations, with no division, range
+// reduction or correction: sa = rcp.approx(1 + ex2.approx(-x log2 e)).
+// Error: __expf's relative error is at most (2 + 1.173 |x|) ulp, which
+// moves the sigmoid by that times s (1 - s) <= 1/4, and |x| s (1 - s) <=
+// 0.224; rcp.approx is within 1 ulp and 1 + t rounds once, so |sa - s| <
+// 2^-21 for the exact s, and the GPU's sigmoid is within 2^-22 of s
+// (routing_math.h); kSigmoidBound = 2^-16 leaves a factor of 20. Then
+// q = s + b (rounded to nearest) lies in [rd(rd(sa - d) + b),
+// ru(ru(sa + d) + b)]: rounding is monotone, and the directed roundings
+// bound the exact sums. Before b is added hi >= d > 0, and an exact zero
+// sum rounds up to +0, so hi is never -0 and the key's cheap form (no -0
+// fold) is order-preserving there. A NaN hi (NaN logit or bias) maps to
+// some key: NaN experts rank below every number, and tau > 0 means k
+// numbers exist, so whether one is listed never matters. Large logits
+// give sa = 0 or 1 (flushed or infinite t), within d of s.
+struct SigmoidKeyBounds {
+  static constexpr float kSigmoidBound = 0x1p-16f;
+  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
+    const float t = __expf(-xm);
+    float sa;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(sa) : "f"(1.0f + t));
+    const float lo = __fadd_rd(__fsub_rd(sa, kSigmoidBound), b);
+    const float hi = __fadd_ru(__fadd_ru(sa, kSigmoidBound), b);
+    const std::uint32_t bits = __float_as_uint(hi);
+    const std::uint32_t flip = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31) | 0x80000000u;
+    return {lo, bits ^ flip};
+  }
+};
+
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
-// to p. Instantiated once per normalization, so the hot loops carry no
+// to p, `bounds` gives step 1's keys (above). Instantiated once per normalization, so the hot loops carry no
 // branch on it. Every lane of the warp calls it (step 1 synchronizes the
 // warp). On return top_* hold, for a live row, the lane's best K experts
 // in key order.
-template <typename T, int K, int G, typename Score>
+template <typename T, int K, int G, typename Score, typename Bounds>
 __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadRowStream<T, G>& stream,
-                                                  const T* logits, bool live, Score score, uint4* halves,
+                                                  const T* logits, bool live, Score score, Bounds bounds,
+                                                  uint4* halves,
                                                   std::uint16_t* cand, std::uint32_t (&top_ord)[K],
                                                   std::uint32_t (&top_expert)[K], float (&top_score)[K]) {
   constexpr int kStep = kThreadRowChunk;
   const int E = p.num_experts;
   const int part = static_cast<int>(threadIdx.x % G);
 
-  // ---- 1. keys: bucket maxima and the stored high halves ------------------
-  std::uint32_t bucket[kStep];
+  // ---- 1. keys: bucket maxima (of lo) and the stored high halves (of hi) --
+  float bucket_lo[kStep];  // NaN: no number yet (fmaxf drops NaN operands)
 #pragma unroll
-  for (int i = 0; i < kStep; ++i) bucket[i] = 0u;
+  for (int i = 0; i < kStep; ++i) bucket_lo[i] = __int_as_float(0x7FFFFFFF);
   stream.template each<true>(E, p.bias, [&](const float (&x)[kStep], const float (&b)[kStep], int c) {
     std::uint32_t packed[kStep / 2];
 #pragma unroll
     for (int i = 0; i < kStep; ++i) {
-      const std::uint32_t key = rm::ordered_score(score(apply_multiplier(p, x[i])) + b[i]);
-      bucket[i] = max(bucket[i], key);
-      packed[i / 2] = i % 2 == 0 ? key >> 16 : packed[i / 2] | (key & 0xFFFF0000u);
+      const KeyBounds kb = bounds(apply_multiplier(p, x[i]), b[i]);
+      bucket_lo[i] = fmaxf(bucket_lo[i], kb.lo);
+      packed[i / 2] = i % 2 == 0 ? kb.hi_key >> 16 : packed[i / 2] | (kb.hi_key & 0xFFFF0000u);
     }
     const int s = c / (kStep * G);  // the lane's step
 #pragma unroll
     for (int u = 0; u < kStep / 8; ++u)
       halves[s * 2 + u] = make_uint4(packed[4 * u], packed[4 * u + 1], packed[4 * u + 2], packed[4 * u + 3]);
   });
+  std::uint32_t bucket[kStep];  // the maxima's keys: 0 for a bucket of NaN only
+#pragma unroll
+  for (int i = 0; i < kStep; ++i) bucket[i] = rm::ordered_score(bucket_lo[i]);
   if constexpr (G > 1) {  // the row's bucket maxima, from its G lanes
 #pragma unroll
     for (int i = 0; i < kStep; ++i) bucket[i] = group_max_u32<G>(bucket[i]);
@@ -354,8 +409,8 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
     for (int m = 0; m < K; ++m) top_ord[m] = 0u, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
 
     if (!p.softmax) {
-      thread_row_select<T, K, G>(p, stream, logits, live, [](float x) { return rm::sigmoid(x); }, halves, cand,
-                                 top_ord, top_expert, top_score);
+      thread_row_select<T, K, G>(p, stream, logits, live, [](float x) { return rm::sigmoid(x); },
+                                 SigmoidKeyBounds{}, halves, cand, top_ord, top_expert, top_score);
     } else {
       // The row maximum and the fixed-point sum, exactly as the other paths
       // (the G lanes' parts combined: max and integer sum are associative).
@@ -385,8 +440,8 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       fixed = group_sum_u64<G>(fixed);
       any_nan = group_max_u32<G>(any_nan ? 1u : 0u) != 0u;
       const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-      thread_row_select<T, K, G>(p, stream, logits, live,
-                                 [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); }, halves,
+      const auto share = [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
+      thread_row_select<T, K, G>(p, stream, logits, live, share, ExactKeyBounds<decltype(share)>{share}, halves,
                                  cand, top_ord, top_expert, top_score);
     }
 
