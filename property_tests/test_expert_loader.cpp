@@ -276,5 +276,27 @@ TEST(ExpertLoader, ShardedCheckpointThroughTheIndex) {
   fs::remove(src.path);
 }
 
+// The CUDA engine's worker count per block list (copy_workers_for): dense
+// reads take 8 of the available workers, sparse column slices all of them.
+TEST(ExpertLoader, CopyWorkersFollowTheReadDensity) {
+  std::uint8_t byte = 0;
+  auto block = [&](std::size_t pitch, std::size_t width, std::size_t height) {
+    return BlockCopy{&byte, &byte, pitch, width, width, height};
+  };
+  const BlockCopy whole = block(4096, 4096, 1000);        // a whole tensor
+  const BlockCopy rows = block(4096, 4096, 125);          // a rank's row slice
+  const BlockCopy columns = block(2048, 256, 4096);       // a TP 8 rank's w2 columns
+  EXPECT_EQ(copy_workers_for({whole}, 16), 8u);
+  EXPECT_EQ(copy_workers_for({rows, rows}, 16), 8u);
+  EXPECT_EQ(copy_workers_for({whole}, 4), 4u) << "never more than available";
+  EXPECT_EQ(copy_workers_for({columns}, 16), 16u);
+  // A TP 8 rank's layer: w13's row slices (dense) and w2's columns, whose
+  // span is eight times their bytes; sparse overall.
+  EXPECT_EQ(copy_workers_for({block(4096, 4096, 128), columns}, 16), 16u);
+  EXPECT_EQ(copy_workers_for({}, 16), 8u);
+  EXPECT_EQ(copy_workers_for({block(2048, 1024, 64)}, 16), 8u) << "half of every row read: dense";
+  EXPECT_EQ(copy_workers_for({block(2048, 960, 64)}, 16), 16u) << "under half of the span read: sparse";
+}
+
 }  // namespace
 }  // namespace musespark

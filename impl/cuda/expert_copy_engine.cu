@@ -114,7 +114,7 @@ void ExpertCopyEngine::copy(const std::vector<BlockCopy>& blocks, Device device)
       if (!first_error) first_error = std::current_exception();
     }
   };
-  const std::size_t n = std::min(workers_.size(), std::max<std::size_t>(chunks.size(), 1));
+  const std::size_t n = std::min(copy_workers_for(blocks, workers_.size()), std::max<std::size_t>(chunks.size(), 1));
   std::vector<std::thread> threads;
   threads.reserve(n);
   for (std::size_t t = 0; t < n; ++t) threads.emplace_back(work, std::ref(workers_[t]));

@@ -1,5 +1,6 @@
 #include "musespark/expert_loader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -51,6 +52,17 @@ void copy_blocks_on_host(const std::vector<BlockCopy>& copies, Device device) {
   if (device != Device::kCpu) throw LoaderError("copy_blocks_on_host: destination is not on the CPU; use the CUDA engine");
   for (const BlockCopy& c : copies)
     for (std::size_t r = 0; r < c.height; ++r) std::memcpy(c.dst + r * c.dst_pitch, c.src + r * c.src_pitch, c.width_bytes);
+}
+
+std::size_t copy_workers_for(const std::vector<BlockCopy>& copies, std::size_t available) {
+  constexpr std::size_t kDenseWorkers = 8;
+  long double read = 0, spanned = 0;  // bytes; a layer's 7 GB fit easily
+  for (const BlockCopy& c : copies) {
+    read += static_cast<long double>(c.width_bytes) * static_cast<long double>(c.height);
+    spanned += static_cast<long double>(c.height == 0 ? 0 : (c.height - 1) * c.src_pitch + c.width_bytes);
+  }
+  const bool dense = 2 * read >= spanned;
+  return dense ? std::min(available, kDenseWorkers) : available;
 }
 
 ConsolidatedExpertLoader::ConsolidatedExpertLoader(ExpertLayerConfig config, std::map<std::string, ExpertParam> params,

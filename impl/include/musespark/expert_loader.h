@@ -57,6 +57,16 @@ struct BlockCopy {
 using CopyEngine = std::function<void(const std::vector<BlockCopy>&, Device)>;
 void copy_blocks_on_host(const std::vector<BlockCopy>& copies, Device device);
 
+// How many of `available` copy workers a block list should use. Dense reads
+// (the blocks cover at least half of the source rows they span: a whole
+// layer, or a tensor-parallel rank's row slices) are bound by the link, and
+// fewer threads contend less for it: 8 (H200, TP 1, 7.25 GB: 49.0-49.5 GB/s
+// with 8, 41.4-42.5 with 16). Sparse reads (narrow column slices, as w2 of a
+// TP 8 rank) fault in every page they touch for little data, and more
+// threads split that work: all of them (TP 8 rank: 31.4-31.6 GB/s with 16,
+// 21.0-21.6 with 8). docs/loader.md has the runs.
+std::size_t copy_workers_for(const std::vector<BlockCopy>& copies, std::size_t available);
+
 class ConsolidatedExpertLoader {
  public:
   // params: the layer's parameters by name (w13_weight, w13_weight_scale,
