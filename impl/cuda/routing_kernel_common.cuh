@@ -106,6 +106,24 @@ __device__ __forceinline__ float group_max_f32(float v) {
   }
 }
 
+// max.NaN: the larger of a and b, NaN when either is NaN (fmaxf drops NaN).
+// One instruction per element instead of an isnan test and an or.
+__device__ __forceinline__ float fmax_keep_nan(float a, float b) {
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+// Whether a softmax row's sum is NaN, from the max pass alone. A term
+// exp(x - row_max) is NaN exactly when x is NaN or x - row_max is inf - inf:
+// x = row_max = +inf, or x = row_max = -inf (row_max is the largest non-NaN
+// x, so it is +inf only if some x is, and -inf only if every non-NaN x is).
+// A row has at least one expert, so row_has_nan_x || isinf(row_max) is the
+// same flag as testing every term, without a test per term in the exp pass.
+__device__ __forceinline__ bool softmax_row_has_nan(bool row_has_nan_x, float row_max) {
+  return row_has_nan_x || isinf(row_max);
+}
+
 // Sum modulo 2^64 over the group. G = 32: three 22-bit pieces of each
 // value, each summed exactly by one redux.sync (32 * 2^22 < 2^32), then
 // recombined (rm::recombine_pieces22): the same sum as the shuffle tree,

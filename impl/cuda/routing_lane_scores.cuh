@@ -42,33 +42,34 @@ __device__ __forceinline__ void sigmoid_scores(float (&s)[P]) {
 }
 
 // Softmax, first half: the lane's maximum (NaN dropped, as fmaxf does) and
-// whether it holds a NaN.
+// whether it holds a NaN (1 or 0). Registers without an expert count as -inf.
 template <int P>
 __device__ __forceinline__ float lane_softmax_max(const float (&s)[P], const bool (&valid)[P],
-                                                  std::uint32_t& any_nan) {
-  float mx = -INFINITY;
+                                                  std::uint32_t& has_nan) {
+  float mx = -INFINITY, mx_nan = -INFINITY;
 #pragma unroll
   for (int i = 0; i < P; ++i) {
-    if (!valid[i]) continue;
-    any_nan |= isnan(s[i]) ? 1u : 0u;
-    mx = fmaxf(mx, s[i]);  // the maximum is exact in any order
+    const float x = valid[i] ? s[i] : -INFINITY;
+    mx = fmaxf(mx, x);  // the maximum is exact in any order
+    mx_nan = fmax_keep_nan(mx_nan, x);
   }
+  has_nan = isnan(mx_nan) ? 1u : 0u;
   return mx;
 }
 
-// Softmax, second half: s[i] = exp(s[i] - row max) and the lane's
-// fixed-point sum of the non-NaN terms (exact, so any order of the later
-// cross-lane sum gives the same bits).
+// Softmax, second half: s[i] = exp(s[i] - row max) (0 where no expert) and
+// the lane's fixed-point sum of the terms (exact, so any order of the later
+// cross-lane sum gives the same bits). No NaN test: where a term is NaN,
+// softmax_row_has_nan already holds and the sum is replaced by NaN, so what
+// the conversion makes of that term (0, by cvt's rule) never reaches a bit.
 template <int P>
-__device__ __forceinline__ std::uint64_t lane_softmax_exp(float (&s)[P], const bool (&valid)[P], float row_max,
-                                                          std::uint32_t& any_nan) {
+__device__ __forceinline__ std::uint64_t lane_softmax_exp(float (&s)[P], const bool (&valid)[P], float row_max) {
   std::uint64_t fixed = 0;
 #pragma unroll
   for (int i = 0; i < P; ++i) {
-    if (!valid[i]) continue;
-    s[i] = rm::exp_f32(s[i] - row_max);
-    if (isnan(s[i])) any_nan = 1u;
-    else fixed += rm::softmax_term_fixed(s[i]);
+    const float e = rm::exp_f32(s[i] - row_max);
+    s[i] = valid[i] ? e : 0.0f;
+    fixed += valid[i] ? rm::softmax_term_fixed(e) : 0u;
   }
   return fixed;
 }

@@ -62,20 +62,20 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     if (!p.softmax) {
       sigmoid_scores(s);
     } else {
-      std::uint32_t any_nan = 0;
-      float mx = group_max_f32<32>(lane_softmax_max(s, valid, any_nan));
-      if (lane == 0) warp_max[warp] = mx;
+      std::uint32_t has_nan = 0;
+      float mx = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
+      has_nan = group_max_u32<32>(has_nan);
+      if (lane == 0) warp_max[warp] = mx, warp_nan[warp] = has_nan;
       __syncthreads();
 #pragma unroll
-      for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]);
-      std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx, any_nan));
-      any_nan = group_max_u32<32>(any_nan);
-      if (lane == 0) warp_sum[warp] = fixed, warp_nan[warp] = any_nan;
+      for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]), has_nan |= warp_nan[w];
+      std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx));
+      if (lane == 0) warp_sum[warp] = fixed;
       __syncthreads();
       fixed = 0;
 #pragma unroll
-      for (int w = 0; w < W; ++w) fixed += warp_sum[w], any_nan |= warp_nan[w];
-      softmax_shares(s, fixed, any_nan != 0);
+      for (int w = 0; w < W; ++w) fixed += warp_sum[w];
+      softmax_shares(s, fixed, softmax_row_has_nan(has_nan != 0, mx));
     }
 
     // ---- k = 1: each warp's best expert, then the best of the W ------------

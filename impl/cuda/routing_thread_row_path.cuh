@@ -414,32 +414,26 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
     } else {
       // The row maximum and the fixed-point sum, exactly as the other paths
       // (the G lanes' parts combined: max and integer sum are associative).
-      float mx = -INFINITY;
-      bool any_nan = false;
+      float mx = -INFINITY, mx_nan = -INFINITY;
       using Chunk = float[kThreadRowChunk];
       stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
 #pragma unroll
         for (int i = 0; i < kThreadRowChunk; ++i) {
           const float xm = apply_multiplier(p, x[i]);
-          any_nan |= isnan(xm);
           mx = fmaxf(mx, xm);  // fmaxf drops NaN operands
+          mx_nan = fmax_keep_nan(mx_nan, xm);
         }
       });
       mx = group_max_f32<G>(mx);
+      const bool row_nan = softmax_row_has_nan(group_max_u32<G>(isnan(mx_nan) ? 1u : 0u) != 0u, mx);
       std::uint64_t fixed = 0;
       stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
 #pragma unroll
-        for (int i = 0; i < kThreadRowChunk; ++i) {
-          const float e = rm::exp_f32(apply_multiplier(p, x[i]) - mx);
-          if (isnan(e)) any_nan = true;
-          else fixed += rm::softmax_term_fixed(e);
-        }
+        for (int i = 0; i < kThreadRowChunk; ++i)  // no NaN test: see lane_softmax_exp
+          fixed += rm::softmax_term_fixed(rm::exp_f32(apply_multiplier(p, x[i]) - mx));
       });
-      // A lane's NaN flag from the max pass stays set through the sum pass,
-      // so one combine of the flag, here, covers both passes.
       fixed = group_sum_u64<G>(fixed);
-      any_nan = group_max_u32<G>(any_nan ? 1u : 0u) != 0u;
-      const float sum = any_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
+      const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
       const auto share = [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
       thread_row_select<T, K, G>(p, stream, logits, live, share, ExactKeyBounds<decltype(share)>{share}, halves,
                                  cand, top_ord, top_expert, top_score);
