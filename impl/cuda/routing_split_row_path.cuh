@@ -32,6 +32,8 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   __shared__ float warp_max[W];
   __shared__ std::uint64_t warp_sum[W];
   __shared__ std::uint32_t warp_nan[W];
+  __shared__ std::uint32_t ranked_expert[32];  // the rank merge's slots
+  __shared__ float ranked_score[32];
 
   pdl_wait();
   pdl_launch_dependents();  // see the register path
@@ -141,7 +143,45 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     }
     __syncthreads();
 
-    // ---- warp 0: merge the W sorted lists -----------------------------------
+    // ---- warp 0, W * k <= 32: rank the lists' entries ------------------------
+    // Lane c holds entry c (warp c / k, place c % k) and counts the entries
+    // above it in the key order (ord descending, then expert ascending;
+    // unique among real experts) by one unrolled pass of shuffles: no
+    // dependent rounds. Rank r < k is slot r, as the rounds below would fill
+    // it. Empty entries (ord 0, a slice with fewer than k experts) rank below
+    // every real one and take no slot; the row has at least k real ones.
+    if (W * p.topk <= 32) {  // block-uniform
+      if (warp == 0) {
+        const int k = p.topk;
+        const bool have = lane < W * k;
+        const int w = have ? lane / k : 0, j = have ? lane % k : 0;
+        const std::uint32_t my_ord = have ? cand_ord[w][j] : 0u;
+        const std::uint32_t my_expert = have ? cand_expert[w][j] : 0xFFFFFFFFu;
+        const float my_score = have ? cand_score[w][j] : 0.0f;
+        int rank = 0;
+#pragma unroll
+        for (int src = 0; src < 32; ++src) {
+          const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, my_ord, src);
+          const std::uint32_t e = __shfl_sync(0xFFFFFFFFu, my_expert, src);
+          rank += (o > my_ord || (o == my_ord && e < my_expert)) ? 1 : 0;
+        }
+        if (my_ord != 0u && rank < k) ranked_expert[rank] = my_expert, ranked_score[rank] = my_score;
+        __syncwarp();
+        const std::uint32_t slot_expert = lane < k ? ranked_expert[lane] : 0u;
+        const float slot_score = lane < k ? ranked_score[lane] : 0.0f;
+        float selected_sum = 0.0f;  // slot order, as the rounds sum
+        for (int r = 0; r < k; ++r) selected_sum += __shfl_sync(0xFFFFFFFFu, slot_score, r);
+        if (lane < k) {
+          const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+          store_slot(p, row, lane, rm::routing_weight(slot_score, denominator, p.route_scale),
+                     static_cast<std::int32_t>(slot_expert));
+        }
+      }
+      __syncthreads();  // the lists are reused by the next row
+      continue;
+    }
+
+    // ---- warp 0, larger W * k: merge the W sorted lists by rounds ----------
     if (warp == 0) {
       int head = 0;
       auto read_head = [&](std::uint32_t& o, std::uint32_t& e, float& sc) {
