@@ -167,8 +167,9 @@ rc::Gen<Row> gen_row() {
   });
 }
 
-RC_GTEST_PROP(ThreadRowSelectionModel, IsTheExactTopK, ()) {
-  const Row row = *gen_row();
+// The model's selection against the exact top-k, with the generated mix
+// shown (lanes per row, tau = 0, overflowing lists).
+void check_model_finds_exact_top_k(const Row& row) {
   const ModelResult got = thread_row_model(row);
   RC_TAG(row.lanes);
   RC_CLASSIFY(got.tau_zero, "tau = 0");
@@ -176,6 +177,8 @@ RC_GTEST_PROP(ThreadRowSelectionModel, IsTheExactTopK, ()) {
   RC_ASSERT(got.owners_consistent);
   RC_ASSERT(got.ids == exact_top_k(row));
 }
+
+RC_GTEST_PROP(ThreadRowSelectionModel, IsTheExactTopK, ()) { check_model_finds_exact_top_k(*gen_row()); }
 
 // Step 1 from bounds instead of exact keys (the kernel's sigmoid bounds):
 // buckets of lower bounds, halves of upper bounds, up to 2^20 key steps
@@ -189,12 +192,7 @@ RC_GTEST_PROP(ThreadRowSelectionModel, IsTheExactTopKFromKeyBounds, ()) {
   row.below = *rc::gen::container<std::vector<std::uint32_t>>(E, distance);
   row.above = *rc::gen::container<std::vector<std::uint32_t>>(E, rc::gen::weightedOneOf<std::uint32_t>(
                                                                      {{5, distance}, {1, rc::gen::arbitrary<std::uint32_t>()}}));
-  const ModelResult got = thread_row_model(row);
-  RC_TAG(row.lanes);
-  RC_CLASSIFY(got.tau_zero, "tau = 0");
-  RC_CLASSIFY(got.list_overflow, "a lane's list overflows");
-  RC_ASSERT(got.owners_consistent);
-  RC_ASSERT(got.ids == exact_top_k(row));
+  check_model_finds_exact_top_k(row);
 }
 
 // The top experts all in bucket 3 (so in one lane of a row for G > 1), the
