@@ -5,9 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 commit=$(git rev-parse --short=12 "${1:-HEAD}")
-rm -rf .baseline && mkdir .baseline
-# The report data (reports/h100, reports/h200: 8 MB of plots) is left out:
-# the build does not need it and the device call carries at most 64 MB.
-git archive "$commit" -- . ':!reports/h100' ':!reports/h200' | tar -x -C .baseline
-echo "$commit" > .baseline/COMMIT
+scripts/export_tree.sh "$commit" .baseline
 echo "make_baseline: .baseline holds $commit"
