@@ -24,7 +24,7 @@
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS (T:E:k:dtype[:norm] ...;
-#             NCU_SOURCE=1: per-instruction counts too)
+#             NCU_SOURCE=1: per-instruction counts and stall samples too)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
 #
 # What comes back ($OUT, at most eight files): summary.log, the JSON reports
@@ -54,7 +54,9 @@ gpu_tag=${gpu_tag:-gpu}
 preset=${PERF_PRESET:-anchor}
 status=0
 log() { echo "== $* ($(date +%T))" | tee -a "$OUT/summary.log"; }
-bench=build/gpu/perf/routing_benchmark
+# BENCH: another tree's built benchmark (.baseline/build/gpu/perf/routing_benchmark
+# after `candidates`), so that ncu or paths need no build of this tree.
+bench=${BENCH:-build/gpu/perf/routing_benchmark}
 bench_args="--preset=$preset --impls=cuda --benchmark_repetitions=3"
 
 # Builds TARGETS (routing_benchmark by default) in the source tree DIR (a
@@ -250,7 +252,9 @@ PY
           $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n \
           > "$LOGS/ncu_$tag.log" 2>&1 || status=1
         if [ "${NCU_SOURCE:-0}" = 1 ]; then  # per-SASS-instruction counts of the cell, for logs.tgz
-          ncu --clock-control none --set full -k regex:route_ --launch-skip 3 --launch-count 1 -f -o "$WORK/ncu_cell" \
+          # NCU_EXTRA: more ncu flags (--warp-sampling-interval 0 samples a
+          # one-warp decode kernel every 32 cycles instead of a handful of times).
+          ncu --clock-control none --set full ${NCU_EXTRA:-} -k regex:route_ --launch-skip 3 --launch-count 1 -f -o "$WORK/ncu_cell" \
             $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n > /dev/null 2>&1 \
             && ncu -i "$WORK/ncu_cell.ncu-rep" --page source --csv --print-source sass > "$LOGS/ncu_sass_$tag.csv" 2>&1
         fi
