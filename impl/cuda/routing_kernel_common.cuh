@@ -124,6 +124,48 @@ __device__ __forceinline__ bool softmax_row_has_nan(bool row_has_nan_x, float ro
   return row_has_nan_x || isinf(row_max);
 }
 
+// One selection round over a group of lanes, each offering its head entry
+// (ord: the order-preserving image of q plus one, 0 for none): the largest
+// ord and, among the lanes holding it, the lowest expert, which is the
+// key order's winner. `taken` is set in the one lane whose entry won (none
+// when no lane offered one), which then pops it.
+struct RoundPick {
+  std::uint32_t ord;
+  std::uint32_t expert;
+  bool taken;
+};
+
+template <int G>
+__device__ __forceinline__ RoundPick group_round_pick(std::uint32_t ord, std::uint32_t expert) {
+  const std::uint32_t best = group_max_u32<G>(ord);
+  const std::uint32_t mine = ord == best ? expert : 0xFFFFFFFFu;
+  const std::uint32_t winner = group_min_u32<G>(mine);
+  return {best, winner, best != 0 && mine == winner};
+}
+
+// A lane's best of its P experts (the k = 1 forms): ord_of(i) as above.
+// The experts are visited in increasing index order, so a strict compare
+// keeps the lower index among equal keys, as the key order does.
+struct LaneBest {
+  std::uint32_t ord = 0u;
+  std::uint32_t expert = 0xFFFFFFFFu;
+  float score = 0.0f;
+};
+
+template <int P, typename OrdOf, typename ExpertOf>
+__device__ __forceinline__ LaneBest lane_best(OrdOf ord_of, ExpertOf expert_of, const float (&s)[P]) {
+  LaneBest best;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const std::uint32_t o = ord_of(i);
+    const bool take = o > best.ord;
+    best.ord = take ? o : best.ord;
+    best.expert = take ? static_cast<std::uint32_t>(expert_of(i)) : best.expert;
+    best.score = take ? s[i] : best.score;
+  }
+  return best;
+}
+
 // Sum modulo 2^64 over the group. G = 32: three 22-bit pieces of each
 // value, each summed exactly by one redux.sync (32 * 2^22 < 2^32), then
 // recombined (rm::recombine_pieces22): the same sum as the shuffle tree,

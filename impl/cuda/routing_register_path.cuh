@@ -62,27 +62,14 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
   constexpr int M = P < 3 ? P : 3;
   const int lane = threadIdx.x % G;
 
-  // k = 1: one round over each lane's best expert, no list to build. The
-  // lane's experts are visited in increasing index order, so a strict
-  // compare keeps the lower index among equal keys, as the list would.
+  // k = 1: one round over each lane's best expert, no list to build.
   // Only from 4 experts per lane, where the list costs most (H200, A/B:
   // E = 128 k = 1 0.89x); the branch made the 1-2 per lane tiers' k > 1
   // code 1-4% slower, and their lists are 1-2 entries anyway.
   if (P >= 4 && k == 1) {
-    std::uint32_t best_ord = 0u, best_expert = 0xFFFFFFFFu;
-    float best_score = 0.0f;
-#pragma unroll
-    for (int i = 0; i < P; ++i) {
-      const std::uint32_t o = valid[i] ? rm::ordered_score(q[i]) + 1u : 0u;
-      const bool take = o > best_ord;
-      best_ord = take ? o : best_ord;
-      best_expert = take ? static_cast<std::uint32_t>(expert_of(i)) : best_expert;
-      best_score = take ? s[i] : best_score;
-    }
-    const std::uint32_t group_best = group_max_u32<G>(best_ord);
-    const std::uint32_t mine = best_ord == group_best ? best_expert : 0xFFFFFFFFu;
-    const std::uint32_t expert = group_min_u32<G>(mine);
-    const float score = __shfl_sync(0xFFFFFFFFu, best_score, static_cast<int>((expert / V) % G), G);
+    const LaneBest mine = lane_best<P>([&](int i) { return valid[i] ? rm::ordered_score(q[i]) + 1u : 0u; }, expert_of, s);
+    const std::uint32_t expert = group_round_pick<G>(mine.ord, mine.expert).expert;
+    const float score = __shfl_sync(0xFFFFFFFFu, mine.score, static_cast<int>((expert / V) % G), G);
     selected_sum = 0.0f + score;  // the rounds' sum from 0, bit for bit
     if (lane == 0) slot_id[0] = static_cast<std::int32_t>(expert), slot_score[0] = score;
     return;
@@ -111,11 +98,10 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
     for (int l = 0; l < G; ++l) {
       const int j = c * G + l;  // warp-uniform
       if (j >= k) break;
-      const std::uint32_t group_best = group_max_u32<G>(top_ord[0]);
-      const std::uint32_t mine = top_ord[0] == group_best ? top_expert[0] : 0xFFFFFFFFu;
-      const std::uint32_t expert = group_min_u32<G>(mine);
+      const RoundPick pick = group_round_pick<G>(top_ord[0], top_expert[0]);
+      const std::uint32_t expert = pick.expert;
       const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], static_cast<int>((expert / V) % G), G);
-      if (group_best != 0 && mine == expert) {
+      if (pick.taken) {
         const std::uint32_t last_ord = top_ord[0], last_expert = top_expert[0];
 #pragma unroll
         for (int m = 0; m + 1 < M; ++m)

@@ -82,30 +82,19 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
 
     // ---- k = 1: each warp's best expert, then the best of the W ------------
     // No candidate lists and no merge loop: one round per warp, one over the
-    // warps' winners (decode at k = 1 is bound by this chain). A lane visits
-    // its experts in increasing index order, so a strict compare keeps the
-    // lower index among equal keys, as the key order does.
+    // warps' winners (decode at k = 1 is bound by this chain).
     if (p.topk == 1) {  // block-uniform
-      std::uint32_t best_ord = 0u, best_expert = 0xFFFFFFFFu;
-      float best_score = 0.0f;
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        const std::uint32_t o = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
-        const bool take = o > best_ord;
-        best_ord = take ? o : best_ord;
-        best_expert = take ? static_cast<std::uint32_t>(expert_of(i)) : best_expert;
-        best_score = take ? s[i] : best_score;
-      }
-      const std::uint32_t warp_best = group_max_u32<32>(best_ord);
-      const std::uint32_t warp_expert = group_min_u32<32>(best_ord == warp_best ? best_expert : 0xFFFFFFFFu);
-      const int owner = static_cast<int>(((warp_expert - static_cast<std::uint32_t>(warp * S)) / V) % 32);
-      const float warp_score = __shfl_sync(0xFFFFFFFFu, best_score, owner);
-      if (lane == 0) cand_ord[warp][0] = warp_best, cand_expert[warp][0] = warp_expert, cand_score[warp][0] = warp_score;
+      const LaneBest mine =
+          lane_best<P>([&](int i) { return valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u; }, expert_of, s);
+      const RoundPick warp_pick = group_round_pick<32>(mine.ord, mine.expert);
+      const int owner = static_cast<int>(((warp_pick.expert - static_cast<std::uint32_t>(warp * S)) / V) % 32);
+      const float warp_score = __shfl_sync(0xFFFFFFFFu, mine.score, owner);
+      if (lane == 0)
+        cand_ord[warp][0] = warp_pick.ord, cand_expert[warp][0] = warp_pick.expert, cand_score[warp][0] = warp_score;
       __syncthreads();
       if (warp == 0) {
-        const std::uint32_t o = lane < W ? cand_ord[lane][0] : 0u;
-        const std::uint32_t best = group_max_u32<32>(o);
-        const std::uint32_t expert = group_min_u32<32>(o == best ? cand_expert[lane < W ? lane : 0][0] : 0xFFFFFFFFu);
+        const std::uint32_t expert = group_round_pick<32>(lane < W ? cand_ord[lane][0] : 0u,
+                                                          lane < W ? cand_expert[lane][0] : 0xFFFFFFFFu).expert;
         const float score = __shfl_sync(0xFFFFFFFFu, lane < W ? cand_score[lane][0] : 0.0f,
                                         static_cast<int>((expert / S) % 32));
         if (lane == 0) {
@@ -128,12 +117,11 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
       insert_candidate<M>(top_ord, top_expert, top_score, o, static_cast<std::uint32_t>(expert_of(i)), s[i]);
     }
     for (int j = 0; j < p.topk; ++j) {
-      const std::uint32_t best = group_max_u32<32>(top_ord[0]);
-      const std::uint32_t mine = top_ord[0] == best ? top_expert[0] : 0xFFFFFFFFu;
-      const std::uint32_t expert = group_min_u32<32>(mine);
+      const RoundPick pick = group_round_pick<32>(top_ord[0], top_expert[0]);
+      const std::uint32_t best = pick.ord, expert = pick.expert;
       const int owner_lane = static_cast<int>(((expert - static_cast<std::uint32_t>(warp * S)) / V) % 32);
       const float score = __shfl_sync(0xFFFFFFFFu, top_score[0], owner_lane);
-      if (best != 0 && mine == expert) {
+      if (pick.taken) {
 #pragma unroll
         for (int m = 0; m + 1 < M; ++m)
           top_ord[m] = top_ord[m + 1], top_expert[m] = top_expert[m + 1], top_score[m] = top_score[m + 1];
@@ -201,11 +189,10 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
         for (int l = 0; l < 32; ++l) {
           const int j = c * 32 + l;  // warp-uniform
           if (j >= p.topk) break;
-          const std::uint32_t best = group_max_u32<32>(h_ord);
-          const std::uint32_t mine = h_ord == best ? h_expert : 0xFFFFFFFFu;
-          const std::uint32_t expert = group_min_u32<32>(mine);
+          const RoundPick pick = group_round_pick<32>(h_ord, h_expert);
+          const std::uint32_t expert = pick.expert;
           const float score = __shfl_sync(0xFFFFFFFFu, h_score, static_cast<int>((expert / S) % 32));
-          if (best != 0 && mine == expert) {
+          if (pick.taken) {
             ++head;
             read_head(h_ord, h_expert, h_score);
           }
