@@ -17,8 +17,8 @@
 #   candidates  the same for every tree of .candidates/ (scripts/make_candidates.sh
 #             REV..., carried with .baseline): each built once, all timed in
 #             CANDIDATE_ROUNDS (2) interleaved rounds, each compared with the
-#             baseline; CANDIDATE_TESTS=1 also runs each one's test_cuda_kernel and
-#             test_cuda_thread_row;
+#             baseline; CANDIDATE_TESTS=1 also runs each one's GPU kernel tests
+#             (CANDIDATE_TEST_NAMES, those the tree defines);
 #             CANDIDATE_AXES (routing_benchmark flags) replaces the preset
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared) forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
@@ -156,15 +156,21 @@ for step in "${steps[@]}"; do
       # nvcc jobs, so one at a time leaves most cores idle), the candidates'
       # tests included when asked for.
       dirs=(.candidates/*/)
+      # CANDIDATE_TESTS=1: each tree's GPU tests of the kernel too (those of
+      # CANDIDATE_TEST_NAMES that the tree defines, so a branch may add one).
+      test_names=(${CANDIDATE_TEST_NAMES:-test_cuda_kernel test_cuda_thread_row test_cuda_routing_math})
       cand_targets=(routing_benchmark)
-      [ "${CANDIDATE_TESTS:-0}" = 1 ] && cand_targets+=(test_cuda_kernel test_cuda_thread_row)
       jobs_each=$(( 16 / (${#dirs[@]} + 1) )); [ "$jobs_each" -lt 2 ] && jobs_each=2
       log "candidates: building the baseline ($(cat .baseline/COMMIT)) and ${#dirs[@]} candidates side by side (-j$jobs_each each)"
       BUILD_JOBS=$jobs_each build_tree .baseline "$LOGS/baseline_build.log" &
       base_pid=$!
       pids=()
       for dir in "${dirs[@]}"; do
-        BUILD_JOBS=$jobs_each build_tree "$dir" "$LOGS/build_$(basename "$dir").log" "${cand_targets[@]}" &
+        tree_targets=("${cand_targets[@]}")
+        if [ "${CANDIDATE_TESTS:-0}" = 1 ]; then
+          for t in "${test_names[@]}"; do grep -q "musespark_add_test($t " "$dir/property_tests/CMakeLists.txt" && tree_targets+=("$t"); done
+        fi
+        BUILD_JOBS=$jobs_each build_tree "$dir" "$LOGS/build_$(basename "$dir").log" "${tree_targets[@]}" &
         pids+=($!)
       done
       base_ok=1
@@ -200,7 +206,8 @@ for step in "${steps[@]}"; do
             | tee -a "$OUT/summary.log"
         done
         if [ "${CANDIDATE_TESTS:-0}" = 1 ]; then  # built with the benchmark above
-          for t in test_cuda_kernel test_cuda_thread_row; do
+          for t in "${test_names[@]}"; do
+            [ -x ".candidates/$name/build/gpu/property_tests/$t" ] || continue
             ".candidates/$name/build/gpu/property_tests/$t" --gtest_brief=1 > "$LOGS/${t}_$name.log" 2>&1 || status=1
             echo "$name $t: $(grep -E '^\[  (PASSED|FAILED)  \]|^MUSESPARK_GPU_TESTS_SKIPPED' "$LOGS/${t}_$name.log" | head -3 | tr '\n' ' ')" \
               | tee -a "$OUT/summary.log"
