@@ -74,11 +74,21 @@ MS_HOST_DEVICE inline float softmax_share(float e, float sum) {
 }
 
 // Order-preserving map of an fp32 score onto uint32; NaN maps to 0, below -inf.
+// On the GPU the same map in five instructions instead of eight: q + 0 is q
+// but for -0, which becomes +0 (round to nearest; the compiler keeps the
+// add without fast math), and one xor with the sign spread over the word,
+// or'ed with the top bit, is both branches of the flip.
 MS_HOST_DEVICE inline std::uint32_t ordered_score(float q) {
+#ifdef __CUDA_ARCH__
+  const std::uint32_t bits = __float_as_uint(q + 0.0f);
+  const std::uint32_t flip = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31) | 0x80000000u;
+  return isnan(q) ? 0u : bits ^ flip;
+#else
   std::uint32_t bits = float_as_bits(q);
   if (is_nan_bits(bits)) return 0u;
   if (bits == 0x80000000u) bits = 0u;  // -0 ranks equal to +0
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+#endif
 }
 
 // The inverse of ordered_score on its non-NaN range: the float that maps to
