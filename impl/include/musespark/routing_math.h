@@ -59,6 +59,24 @@ MS_HOST_DEVICE inline float sigmoid(float x) {
 #endif
 }
 
+// sigmoid(x) for x > -64, bit for bit on the GPU: there 1 + exp(-x) < 2^93,
+// below the 2^100 where reciprocal_from_one scales, and finite, so its
+// scaling and its infinity test are a multiplication by 1 and a false
+// select; without them the reciprocal is three instructions instead of
+// nine. NaN gives NaN both ways.
+constexpr float kSigmoidInRangeMin = -64.0f;
+
+MS_HOST_DEVICE inline float sigmoid_in_range(float x) {
+#ifdef __CUDA_ARCH__
+  const float b = 1.0f + exp_f32(-x);
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  return fmaf(r, fmaf(-b, r, 1.0f), r);
+#else
+  return sigmoid(x);
+#endif
+}
+
 // p = e / sum for a softmax term e in [0, 1] and the row's sum in [1, 2^23]
 // (or NaN). On the GPU: quotient and remainder corrected once from the
 // refined reciprocal (the IEEE sequence without its range-check branch;
@@ -74,11 +92,21 @@ MS_HOST_DEVICE inline float softmax_share(float e, float sum) {
 }
 
 // Order-preserving map of an fp32 score onto uint32; NaN maps to 0, below -inf.
+// On the GPU the same map in five instructions instead of eight: q + 0 is q
+// but for -0, which becomes +0 (round to nearest; the compiler keeps the
+// add without fast math), and one xor with the sign spread over the word,
+// or'ed with the top bit, is both branches of the flip.
 MS_HOST_DEVICE inline std::uint32_t ordered_score(float q) {
+#ifdef __CUDA_ARCH__
+  const std::uint32_t bits = __float_as_uint(q + 0.0f);
+  const std::uint32_t flip = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31) | 0x80000000u;
+  return isnan(q) ? 0u : bits ^ flip;
+#else
   std::uint32_t bits = float_as_bits(q);
   if (is_nan_bits(bits)) return 0u;
   if (bits == 0x80000000u) bits = 0u;  // -0 ranks equal to +0
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+#endif
 }
 
 // The inverse of ordered_score on its non-NaN range: the float that maps to
