@@ -175,9 +175,9 @@ static_assert(register_tier_vector<float, 8>() == 4 && register_tier_vector<floa
               register_tier_vector<__half, 2>() == 2 && register_tier_vector<float, 1>() == 1,
               "vector width per tier");
 
-template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
-cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bool pdl,
-                                 bool allow_vector) {
+template <typename T, int G, int P, int kMinBlocks, bool kSoftmax>
+cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t stream, bool pdl,
+                                      bool allow_vector) {
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kVec = register_tier_vector<T, P>();
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
@@ -192,10 +192,17 @@ cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bo
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {
     if (vector_ok && kp.num_experts == G * P)
-      return launch_kernel(route_register_kernel<T, G, P, kVec, true, kMinBlocks>, blocks, 0, stream, pdl, kp);
+      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>, blocks, 0, stream, pdl, kp);
   }
-  if (vector_ok) return launch_kernel(route_register_kernel<T, G, P, kVec, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
-  return launch_kernel(route_register_kernel<T, G, P, 1, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+  if (vector_ok)
+    return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+  return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+}
+
+template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
+cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bool pdl, bool allow_vector) {
+  return kp.softmax ? launch_register_tier_norm<T, G, P, kMinBlocks, true>(kp, stream, pdl, allow_vector)
+                    : launch_register_tier_norm<T, G, P, kMinBlocks, false>(kp, stream, pdl, allow_vector);
 }
 
 // Split-row path: W warps per row, 64 experts per warp (E <= 64 * W).
@@ -206,8 +213,12 @@ cudaError_t launch_split_row_tier(const KernelParams& kp, cudaStream_t stream, b
   const bool vector_ok = kp.logits_col_stride == 1 && kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
                          (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
   const unsigned blocks = grid_for(kp.num_tokens);
-  if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec>, blocks, 0, stream, pdl, kp, 32 * W);
-  return launch_kernel(route_split_row_kernel<T, W, 1>, blocks, 0, stream, pdl, kp, 32 * W);
+  if (kp.softmax) {
+    if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec, true>, blocks, 0, stream, pdl, kp, 32 * W);
+    return launch_kernel(route_split_row_kernel<T, W, 1, true>, blocks, 0, stream, pdl, kp, 32 * W);
+  }
+  if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec, false>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(route_split_row_kernel<T, W, 1, false>, blocks, 0, stream, pdl, kp, 32 * W);
 }
 
 template <typename T>

@@ -135,8 +135,10 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 
 // kFull: E == G * P, every register holds an expert; the validity of a
 // register is then the row's liveness, and the per-register bound checks
-// (and the predicate registers they spill to) disappear.
-template <typename T, int G, int P, int V, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>>
+// (and the predicate registers they spill to) disappear. kSoftmax: the
+// normalization, one kernel each, so that a launch carries only the code it
+// runs (decode time moved by a few percent with code a launch never ran).
+template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
@@ -187,7 +189,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
     }
     const T* row_ptr = static_cast<const T*>(p.logits) + (live ? row : 0) * p.logits_row_stride;
     load_lane_logits<T, P, V>(p, row_ptr, valid, [lane](int c) { return (c * G + lane) * V; }, s);
-    if (!p.softmax) {
+    if constexpr (!kSoftmax) {
       sigmoid_scores(s);
     } else {
       std::uint32_t has_nan = 0;

@@ -18,7 +18,7 @@ namespace musespark::cuda {
 
 constexpr int kSplitRowExpertsPerWarp = 64;
 
-template <typename T, int W, int V>
+template <typename T, int W, int V, bool kSoftmax>  // kSoftmax: as for the register path
 __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelParams p) {
   constexpr int P = kSplitRowExpertsPerWarp / 32;  // experts per lane
   constexpr int M = P;                             // the lane's list holds all of them: no refills
@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
     load_lane_logits<T, P, V>(p, row_ptr, valid, [lane, warp](int c) { return warp * S + (c * 32 + lane) * V; }, s);
 
-    if (!p.softmax) {
+    if constexpr (!kSoftmax) {
       sigmoid_scores(s);
     } else {
       std::uint32_t has_nan = 0;
