@@ -49,6 +49,7 @@ struct KernelParams {
   bool softmax;                // false: sigmoid
   bool ids_int64;
   bool threshold_select;       // register path, G = 32: try threshold selection first
+  bool rank_select;            // register path, G = 32, one expert per lane: rank instead of rounds (k > 1)
 };
 
 struct LaunchOptions {
@@ -62,7 +63,7 @@ struct LaunchOptions {
   // when it cannot run).
   int force_path = 0;
   // Register path: select every row by k group-wide rounds, never by the
-  // threshold filter, for tests that prove the two selections agree.
+  // threshold filter or the ranking, for tests that prove the selections agree.
   bool force_round_selection = false;
   // Register path: try threshold selection on every row count where the
   // tier has it (one warp per row, 8+ experts per lane), for tuning where it

@@ -188,6 +188,11 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
                          kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
                          bias_addr % (kBiasVec * sizeof(float)) == 0 &&
                          (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+  if constexpr (G == 32 && P == 1) {  // k >= kRankSelectMinK: the ranking kernel
+    if (kp.rank_select && kp.topk >= kRankSelectMinK)
+      return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
+                           pdl, kp);
+  }
   // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {
@@ -389,6 +394,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   kp.threshold_select = !options.force_round_selection &&
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
+  kp.rank_select = !options.force_round_selection;
   if (options.force_path == 5 ||
       (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);

@@ -9,7 +9,9 @@
 // selection (routing_threshold_select.cuh): the experts at or above a
 // threshold, ranked by pairwise compares. Elsewhere, and for rows it does
 // not take (too few or too many candidates), the round selection below
-// runs, which is exact for any row.
+// runs, which is exact for any row. With one warp per row and one expert
+// per lane (E <= 32, decode) rows with k > 4 are ranked instead
+// (warp_row_rank_select).
 //
 // Round selection. Each lane keeps a sorted list of its best M candidates
 // (M = min(P, 3)); a round is a group-wide max over the list heads, a
@@ -125,6 +127,45 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
   }
 }
 
+// Ranking for the tier of one warp per row and one expert per lane (E <=
+// 32, decode: G = 32, P = 1, so expert = lane), in a kernel of its own that
+// the launch picks for k >= kRankSelectMinK: each lane counts the experts
+// above its own in the key order (ord descending, then lane ascending) by
+// one shuffle per lane that holds an expert, all independent, where k
+// rounds would chain two reductions and a shuffle each. Rank r < k is slot
+// r, as the rounds would fill it; the row has at least k experts, all with
+// ord >= 1, so every slot below k is written. The slot-order sum is the
+// rounds' sum, bit for bit. Compiled into the tier's one kernel, the
+// ranking left its k = 1 and k = 4 cells (which never rank) 2-7% slower at
+// T <= 128 on the H200, hence a kernel of its own.
+constexpr int kRankSelectMinK = 5;
+
+struct RankScratch {
+  std::int32_t expert[32];
+  float score[32];
+};
+
+__device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const float (&s)[1], const bool (&valid)[1],
+                                                     bool live, int E, int k, RankScratch& sc,
+                                                     std::int32_t (&slot_id)[1], float (&slot_score)[1],
+                                                     float& selected_sum) {
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t ord = valid[0] ? rm::ordered_score(q[0]) + 1u : 0u;
+  const int holders = E < 32 ? E : 32;  // warp-uniform
+  int rank = 0;
+  for (int src = 0; src < holders; ++src) {
+    const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, ord, src);
+    rank += (o > ord || (o == ord && src < lane)) ? 1 : 0;
+  }
+  __syncwarp();  // the previous row's readers of the scratch are done
+  if (ord != 0u && rank < k) sc.expert[rank] = lane, sc.score[rank] = s[0];
+  __syncwarp();
+  if (!live) return;  // warp-uniform: nothing was written for this row
+  selected_sum = 0.0f;
+  for (int r = 0; r < k; ++r) selected_sum += sc.score[r];
+  if (lane < k) slot_id[0] = sc.expert[lane], slot_score[0] = sc.score[lane];
+}
+
 // Blocks per SM the compiler must fit. At 16 experts per lane the kernel
 // fits two blocks per SM in ~96 registers with no spill; three keep 24
 // warps resident at the price of a spill (28-120 bytes stored, by dtype
@@ -138,7 +179,9 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // (and the predicate registers they spill to) disappear. kSoftmax: the
 // normalization, one kernel each, so that a launch carries only the code it
 // runs (decode time moved by a few percent with code a launch never ran).
-template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>>
+// kRank: rows are ranked (warp_row_rank_select; G = 32, P = 1 only).
+template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>,
+          bool kRank = false>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
   constexpr int kRowsPerBlock = kBlockThreads / G;
@@ -214,6 +257,13 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
       selected = try_threshold && threshold_select<P, kSlotsPerLane>(q, s, expert_of, p.topk, live,
                                                                      threshold_scratch[threadIdx.x / 32], slot_id,
                                                                      slot_score, selected_sum);
+    }
+    if constexpr (kRank) {
+      static_assert(G == 32 && P == 1, "ranking: one warp per row, one expert per lane");
+      __shared__ RankScratch rank_scratch[kBlockThreads / 32];
+      warp_row_rank_select(q, s, valid, live, E, p.topk, rank_scratch[threadIdx.x / 32], slot_id, slot_score,
+                           selected_sum);
+      selected = true;
     }
     if (!selected) round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
 

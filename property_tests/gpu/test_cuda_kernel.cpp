@@ -229,7 +229,9 @@ TEST(CudaKernel, ThresholdSelectionFastPathEdges) {
 
 // Decode tiers (routing_kernel_impl.cuh): few rows at E <= 32 take one warp
 // per row, and E in (128, 256] with k > 4 takes threshold selection instead
-// of the split-row path. Whatever the tier table picks must equal the
+// of the split-row path; with one expert per lane (E <= 32) rows with
+// k > 4 are ranked. E = 33, 40 and 64 run the tier of two experts per lane
+// (33: scalar loads; 40: lanes past 20 empty). Whatever the tier table picks must equal the
 // reference, the shared-memory path and the round selection bit for bit;
 // force_threshold_selection (a tuning switch) must not change a bit either.
 TEST(CudaKernel, DecodeTiersEqualTheOtherPaths) {
@@ -238,7 +240,7 @@ TEST(CudaKernel, DecodeTiersEqualTheOtherPaths) {
                                                harness::LogitsDistribution::kQuantized,
                                                harness::LogitsDistribution::kNaNs};
   std::uint64_t seed = testing::test_seed();
-  for (std::int64_t E : {3, 8, 16, 32, 129, 200, 256, 512})
+  for (std::int64_t E : {3, 8, 16, 32, 33, 40, 64, 129, 200, 256, 512})
     for (std::int64_t tokens : {1, 16, 128})
       for (std::int64_t k : {1, 4, 5, 8, 32}) {
         if (k > E) continue;
