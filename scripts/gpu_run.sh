@@ -24,7 +24,8 @@
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS (T:E:k:dtype[:norm] ...;
-#             NCU_SOURCE=1: per-instruction counts and stall samples too)
+#             NCU_SOURCE=1: per-instruction counts and stall samples too;
+#             NCU_EXTRA: more ncu flags)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
 #
 # What comes back ($OUT, at most eight files): summary.log, the JSON reports
@@ -249,18 +250,20 @@ PY
           --benchmark_report_aggregates_only=true 2>&1 | grep median | awk '{print $1, $2, $3}' | tee -a "$OUT/summary.log"
       done ;;
     ncu)
-      # A cell is T:E:k:dtype[:norm] (norm: sigmoid unless given).
+      # A cell is T:E:k:dtype[:norm] (norm: sigmoid unless given). NCU_EXTRA:
+      # more ncu flags, e.g. "--cache-control none" (ncu flushes the caches
+      # before each replayed launch by default, which a decode kernel then
+      # spends its time on) or "--warp-sampling-interval 0" (a one-warp
+      # kernel sampled every 32 cycles).
       for cell in ${NCU_CELLS:-65536:64:8:float32 65536:256:8:float32 65536:256:8:bfloat16 1:256:8:float32}; do
         IFS=: read -r t e k d n <<< "$cell"
         n=${n:-sigmoid}
         tag="${t}_${e}_${k}_${d}_$n"
         log "ncu T=$t E=$e k=$k $d $n"
-        ncu --clock-control none --set full -k regex:route_ --launch-skip 3 --launch-count 1 \
+        ncu --clock-control none --set full ${NCU_EXTRA:-} -k regex:route_ --launch-skip 3 --launch-count 1 \
           $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n \
           > "$LOGS/ncu_$tag.log" 2>&1 || status=1
         if [ "${NCU_SOURCE:-0}" = 1 ]; then  # per-SASS-instruction counts of the cell, for logs.tgz
-          # NCU_EXTRA: more ncu flags (--warp-sampling-interval 0 samples a
-          # one-warp decode kernel every 32 cycles instead of a handful of times).
           ncu --clock-control none --set full ${NCU_EXTRA:-} -k regex:route_ --launch-skip 3 --launch-count 1 -f -o "$WORK/ncu_cell" \
             $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n > /dev/null 2>&1 \
             && ncu -i "$WORK/ncu_cell.ncu-rep" --page source --csv --print-source sass > "$LOGS/ncu_sass_$tag.csv" 2>&1
