@@ -24,8 +24,8 @@
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS (T:E:k:dtype[:norm] ...;
-#             NCU_SOURCE=1: per-instruction counts and stall samples too;
-#             NCU_EXTRA: more ncu flags)
+#             NCU_SOURCE=1: per-instruction counts and stall samples too, which
+#             scripts/ncu_sass_summary.py summarizes; NCU_EXTRA: more ncu flags)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
 #
 # What comes back ($OUT, at most eight files): summary.log, the JSON reports
