@@ -12,8 +12,11 @@
 //  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
 //    one to four lanes per row, a threshold from per-bucket maxima and exact
 //    sorted lists of the experts that reach it.
+// The register and split-row kernels are compiled once per normalization,
+// and the E <= 32 tier has a kernel of its own that ranks rows with k >= 5:
+// decode time follows the code a kernel carries (docs/performance.md).
 // Selection keys are unique and the softmax sum is fixed point, so which
-// path, tier or vector width runs never changes a bit of the result.
+// path, tier, kernel or vector width runs never changes a bit of the result.
 #pragma once
 
 #include <cuda_runtime.h>
