@@ -135,9 +135,10 @@ __device__ __forceinline__ void round_select(const float (&q)[P], const float (&
 // rounds would chain two reductions and a shuffle each. Rank r < k is slot
 // r, as the rounds would fill it; the row has at least k experts, all with
 // ord >= 1, so every slot below k is written. The slot-order sum is the
-// rounds' sum, bit for bit. Compiled into the tier's one kernel, the
-// ranking left its k = 1 and k = 4 cells (which never rank) 2-7% slower at
-// T <= 128 on the H200, hence a kernel of its own.
+// rounds' sum, bit for bit. On the H200 it took 0.87-0.92x the time of the
+// rounds at E = 8, k = 8 (T = 1-1024); compiled into the tier's one kernel
+// it left the cells that never rank (k = 1, 4) 2-8% slower at T = 16-128,
+// hence a kernel of its own.
 constexpr int kRankSelectMinK = 5;
 
 struct RankScratch {
