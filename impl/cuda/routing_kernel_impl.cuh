@@ -197,7 +197,8 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {
     if (vector_ok && kp.num_experts == G * P)
-      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>, blocks, 0, stream, pdl, kp);
+      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>, blocks, 0, stream, pdl,
+                           kp);
   }
   if (vector_ok)
     return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
