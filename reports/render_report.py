@@ -4,6 +4,7 @@ compare a run against a baseline.
 
   render_report.py RUN.json [--baseline BASE.json] [--anchor ANCHOR.csv] --out DIR [--title T] [--command CMD]
   render_report.py compare RUN.json BASE.json [--threshold 0.05] [--impl cuda]   # exit 1 on regression
+      [--group experts] [--where experts=8 --where topk=8] [--cells]
 """
 import argparse
 import os
@@ -21,21 +22,38 @@ def main(argv):
         ap.add_argument("baseline")
         ap.add_argument("--threshold", type=float, default=0.05)
         ap.add_argument("--impl", default=None)
+        ap.add_argument("--group", default="tokens", choices=compare.FIELDS[1:],
+                        help="the axis the summary lines are per (tokens)")
+        ap.add_argument("--where", action="append", metavar="FIELD=VALUE",
+                        help="only cells with this value on an axis (repeatable), e.g. experts=8")
+        ap.add_argument("--cells", action="store_true", help="also list every compared cell with its ratio")
         a = ap.parse_args(argv[1:])
+        try:
+            where = compare.parse_where(a.where)
+        except ValueError as e:
+            print(f"compare: {e}", file=sys.stderr)
+            return 2
         _, new = load.load_benchmark_json(a.run)
         _, base = load.load_benchmark_json(a.baseline)
-        common = sum(1 for k in new if k in base and (not a.impl or k[0] == a.impl))
-        if common == 0:
-            print("compare: no cell in common between the two runs", file=sys.stderr)
+        ratios = compare.common_ratios(new, base, a.impl, where)
+        if not ratios:
+            print("compare: no cell in common between the two runs" + (" that matches --where" if where else ""),
+                  file=sys.stderr)
             return 2
-        found = compare.regressions(new, base, a.threshold, a.impl)
+        matching = {key for key, _, _, _ in ratios}
+        found = [f for f in compare.regressions(new, base, a.threshold, a.impl) if f[0] in matching]
         for key, b, n, r in found:
             print(f"REGRESSION {'/'.join(map(str, key))}: {b:.2f} us -> {n:.2f} us ({(r - 1) * 100:+.1f}%)")
-        summary = compare.ratio_by_tokens(new, base, a.impl)
-        for g in sorted((g for g in summary if g != "all"), key=int) + ["all"]:
+        if a.cells:
+            for key, b, n, r in ratios:
+                print(f"cell {'/'.join(map(str, key))}: {b:.2f} us -> {n:.2f} us, {r:.3f}")
+        summary = compare.ratio_by_tokens(new, base, a.impl, a.group, where)
+        numeric = all(str(g).isdigit() for g in summary if g != "all")
+        order = sorted((g for g in summary if g != "all"), key=int if numeric else str) + ["all"]
+        for g in order:
             gm, n, faster, slower = summary[g]
-            print(f"tokens {g}: time new/baseline {gm:.3f} (geomean of {n}), {faster} faster, {slower} slower by > 3%")
-        print(f"compare: {common} cells compared, {len(found)} regressed beyond {a.threshold * 100:.0f}%")
+            print(f"{a.group} {g}: time new/baseline {gm:.3f} (geomean of {n}), {faster} faster, {slower} slower by > 3%")
+        print(f"compare: {len(ratios)} cells compared, {len(found)} regressed beyond {a.threshold * 100:.0f}%")
         return 1 if found else 0
 
     ap = argparse.ArgumentParser(prog="render_report.py")

@@ -1,5 +1,5 @@
 """Regression check of one run against a baseline run, aware of noise, and
-the per-tokens summary of the time ratio."""
+the summary of the time ratio per tokens value (or any other axis)."""
 
 import math
 
@@ -24,18 +24,45 @@ def regressions(new_cells, base_cells, threshold, impl=None):
     return found
 
 
-def ratio_by_tokens(new_cells, base_cells, impl=None):
-    """{tokens: (geomean of new/base median time, cells, cells faster by > 3%,
-    cells slower by > 3%)} over the cells both runs have, plus "all"."""
-    groups = {}
-    for key, new in new_cells.items():
+# The axes of a cell key, (impl, tokens, experts, topk, dtype, norm, padding).
+FIELDS = ("impl", "tokens", "experts", "topk", "dtype", "norm", "padding")
+
+
+def parse_where(terms):
+    """["experts=8", "topk=8"] -> {2: "8", 3: "8"}; ValueError naming a bad term."""
+    where = {}
+    for term in terms or []:
+        field, sep, value = term.partition("=")
+        if not sep or field not in FIELDS:
+            raise ValueError(f"--where {term!r}: expected FIELD=VALUE with FIELD one of {', '.join(FIELDS)}")
+        where[FIELDS.index(field)] = value
+    return where
+
+
+def common_ratios(new_cells, base_cells, impl=None, where=None):
+    """[(key, base median, new median, new/base)] over the cells both runs
+    have that match `impl` and every {field index: value} of `where`."""
+    out = []
+    for key, new in sorted(new_cells.items()):
         if impl and key[0] != impl:
+            continue
+        if where and any(str(key[i]) != v for i, v in where.items()):
             continue
         base = base_cells.get(key)
         if base is None:
             continue
-        r = new.median_us / base.median_us
-        for g in (key[1], "all"):
+        out.append((key, base.median_us, new.median_us, new.median_us / base.median_us))
+    return out
+
+
+def ratio_by_tokens(new_cells, base_cells, impl=None, group="tokens", where=None):
+    """{value of `group` (tokens by default): (geomean of new/base median
+    time, cells, cells faster by > 3%, cells slower by > 3%)} over the cells
+    both runs have, plus "all"."""
+    index = FIELDS.index(group)
+    groups = {}
+    for key, _, _, r in common_ratios(new_cells, base_cells, impl, where):
+        for g in (key[index], "all"):
             groups.setdefault(g, []).append(r)
     out = {}
     for g, rs in groups.items():

@@ -68,6 +68,26 @@ class RenderTest(unittest.TestCase):
             self.assertIn("tokens 1: time new/baseline 1.250 (geomean of 1), 0 faster, 1 slower by > 3%", r.stdout)
             self.assertEqual(call("compare", same, base).returncode, 0)
 
+    def test_compare_groups_filters_and_lists_cells(self):
+        with tempfile.TemporaryDirectory() as d:
+            base, new = os.path.join(d, "b.json"), os.path.join(d, "n.json")
+            run_json(base, {("cuda", 1, 8, 8): 2.0, ("cuda", 1, 64, 8): 2.0, ("cuda", 16, 8, 8): 2.0}, reps=3)
+            run_json(new, {("cuda", 1, 8, 8): 1.0, ("cuda", 1, 64, 8): 2.0, ("cuda", 16, 8, 8): 1.0}, reps=3)
+            r = call("compare", new, base, "--group", "experts")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("experts 8: time new/baseline 0.500 (geomean of 2), 2 faster, 0 slower by > 3%", r.stdout)
+            self.assertIn("experts 64: time new/baseline 1.000 (geomean of 1), 0 faster, 0 slower by > 3%", r.stdout)
+            r = call("compare", new, base, "--where", "experts=8", "--where", "tokens=16", "--cells")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("cell cuda/16/8/8/float32/sigmoid/none: 2.02 us -> 1.01 us, 0.500", r.stdout)
+            self.assertIn("compare: 1 cells compared", r.stdout)
+            r = call("compare", new, base, "--where", "experts=512")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("matches --where", r.stderr)
+            r = call("compare", new, base, "--where", "expert=8")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("'expert=8'", r.stderr)
+
     def test_loader_runs_render_as_a_table_with_speedups(self):
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, "loader.json")
