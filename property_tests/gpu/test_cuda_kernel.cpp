@@ -266,6 +266,35 @@ TEST(CudaKernel, DecodeTiersEqualTheOtherPaths) {
       }
 }
 
+// The E <= 32 tier's ranking kernel (k >= 5) on every row count the tier
+// takes it (up to 1024 rows: several rows per block and rows past T in the
+// last block) and with padded rows, which it must skip and mark: equal to
+// the reference and, bit for bit, to the round selection.
+TEST(CudaKernel, RankingKernelOnEveryRowCountItTakes) {
+  SKIP_WITHOUT_GPU();
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {5, 8, 32})
+    for (std::int64_t k : {5, 8, 32}) {
+      if (k > E) continue;
+      for (std::int64_t tokens : {1, 129, 1024}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = tokens;
+        cfg.logits = harness::LogitsDistribution::kQuantized;  // ties across lanes
+        cfg.padding = harness::PaddingMode::kSparse;
+        cfg.normalization = (seed % 2) ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.seed = seed++;
+        const RoutingCase c(cfg);
+        const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " T=" + std::to_string(tokens);
+        const RoutingOutput automatic = harness::run_cuda_case(c);
+        EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << where;
+        expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
+                             "ranking vs round selection, " + where);
+      }
+    }
+}
+
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
   SKIP_WITHOUT_GPU();
   CaseConfig cfg;
