@@ -52,7 +52,7 @@ struct KernelParams {
   bool softmax;                // false: sigmoid
   bool ids_int64;
   bool threshold_select;       // register path, G = 32: try threshold selection first
-  bool rank_select;            // register path, G = 32, one expert per lane: rank instead of rounds (k > 1)
+  bool rank_select;            // launch only: the E <= 32 tier's ranking kernel for k >= 5 (off for forced rounds)
 };
 
 struct LaunchOptions {

@@ -217,17 +217,15 @@ struct SigmoidKeyBounds {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(sa) : "f"(1.0f + t));
     const float lo = __fadd_rd(__fsub_rd(sa, kSigmoidBound), b);
     const float hi = __fadd_ru(__fadd_ru(sa, kSigmoidBound), b);
-    const std::uint32_t bits = __float_as_uint(hi);
-    const std::uint32_t flip = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31) | 0x80000000u;
-    return {lo, bits ^ flip};
+    return {lo, rm::flip_sign_order(__float_as_uint(hi))};
   }
 };
 
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
-// to p, `bounds` gives step 1's keys (above). Instantiated once per normalization, so the hot loops carry no
-// branch on it. Every lane of the warp calls it (step 1 synchronizes the
-// warp). On return top_* hold, for a live row, the lane's best K experts
-// in key order.
+// to p, `bounds` gives step 1's keys (above). Instantiated once per
+// normalization, so the hot loops carry no branch on it. Every lane of the
+// warp calls it (step 1 synchronizes the warp). On return top_* hold, for a
+// live row, the lane's best K experts in key order.
 template <typename T, int K, int G, typename Score, typename Bounds>
 __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadRowStream<T, G>& stream,
                                                   const T* logits, bool live, Score score, Bounds bounds,

@@ -33,6 +33,14 @@ MS_HOST_DEVICE inline bool is_nan_bits(std::uint32_t bits) {
 }
 
 #ifdef __CUDA_ARCH__
+// The hardware estimate of 1 / b refined by one Newton step: for a normal b
+// whose reciprocal is normal, |r - 1/b| <= 0.5 ulp + 2^-46 / b.
+__device__ inline float reciprocal_refined(float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  return fmaf(r, fmaf(-b, r, 1.0f), r);
+}
+
 // 1 / b for b >= 1 (or NaN), without the slow-path branch of IEEE division:
 // the hardware estimate refined by one Newton step, |r - 1/b| <= 0.5 ulp +
 // 2^-46 / b, the second term O(u^2) like those the accuracy derivation
@@ -44,9 +52,7 @@ MS_HOST_DEVICE inline bool is_nan_bits(std::uint32_t bits) {
 __device__ inline float reciprocal_from_one(float b) {
   const float scale = b >= 0x1p100f ? 0x1p-32f : 1.0f;
   const float bs = b * scale;  // exact: a power-of-two scaling of a large normal
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(bs));
-  r = fmaf(r, fmaf(-bs, r, 1.0f), r);
+  const float r = reciprocal_refined(bs);  // before the select, so the select stays branch-free
   return b == INFINITY ? 0.0f : r * scale;
 }
 #endif
@@ -68,10 +74,7 @@ constexpr float kSigmoidInRangeMin = -64.0f;
 
 MS_HOST_DEVICE inline float sigmoid_in_range(float x) {
 #ifdef __CUDA_ARCH__
-  const float b = 1.0f + exp_f32(-x);
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
-  return fmaf(r, fmaf(-b, r, 1.0f), r);
+  return reciprocal_refined(1.0f + exp_f32(-x));
 #else
   return sigmoid(x);
 #endif
@@ -91,17 +94,23 @@ MS_HOST_DEVICE inline float softmax_share(float e, float sum) {
 #endif
 }
 
+// The order-preserving flip of a float's bits, for every float but NaN and
+// -0 (callers fold or exclude those): negative values have all bits
+// inverted, the others the sign bit set. One xor with the sign spread over
+// the word, or'ed with the top bit, is both branches.
+MS_HOST_DEVICE inline std::uint32_t flip_sign_order(std::uint32_t bits) {
+  return bits ^ (static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31) | 0x80000000u);
+}
+
 // Order-preserving map of an fp32 score onto uint32; NaN maps to 0, below -inf.
 // On the GPU the same map in five operations (the bit-level form compiled
 // to eight SASS instructions): q + 0 is q but for -0, which becomes +0
-// (round to nearest; the compiler keeps the add without fast math), and one
-// xor with the sign spread over the word, or'ed with the top bit, is both
-// branches of the flip. test_cuda_routing_math checks it on every float.
+// (round to nearest; the compiler keeps the add without fast math), then
+// flip_sign_order. test_cuda_routing_math checks it on every float.
 MS_HOST_DEVICE inline std::uint32_t ordered_score(float q) {
 #ifdef __CUDA_ARCH__
-  const std::uint32_t bits = __float_as_uint(q + 0.0f);
-  const std::uint32_t flip = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31) | 0x80000000u;
-  return isnan(q) ? 0u : bits ^ flip;
+  const std::uint32_t key = flip_sign_order(__float_as_uint(q + 0.0f));  // before the select: no branch
+  return isnan(q) ? 0u : key;
 #else
   std::uint32_t bits = float_as_bits(q);
   if (is_nan_bits(bits)) return 0u;
