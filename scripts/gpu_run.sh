@@ -260,12 +260,11 @@ PY
         n=${n:-sigmoid}
         tag="${t}_${e}_${k}_${d}_$n"
         log "ncu T=$t E=$e k=$k $d $n"
-        ncu --clock-control none --set full ${NCU_EXTRA:-} -k regex:route_ --launch-skip 3 --launch-count 1 \
-          $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n \
-          > "$LOGS/ncu_$tag.log" 2>&1 || status=1
+        profile=(ncu --clock-control none --set full ${NCU_EXTRA:-} -k regex:route_ --launch-skip 3 --launch-count 1)
+        cell_run=($bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n)
+        "${profile[@]}" "${cell_run[@]}" > "$LOGS/ncu_$tag.log" 2>&1 || status=1
         if [ "${NCU_SOURCE:-0}" = 1 ]; then  # per-SASS-instruction counts of the cell, for logs.tgz
-          ncu --clock-control none --set full ${NCU_EXTRA:-} -k regex:route_ --launch-skip 3 --launch-count 1 -f -o "$WORK/ncu_cell" \
-            $bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n > /dev/null 2>&1 \
+          "${profile[@]}" -f -o "$WORK/ncu_cell" "${cell_run[@]}" > /dev/null 2>&1 \
             && ncu -i "$WORK/ncu_cell.ncu-rep" --page source --csv --print-source sass > "$LOGS/ncu_sass_$tag.csv" 2>&1
         fi
         grep -E "^  [a-z_]+::route|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Ipc Active|Issue Slots Busy|No Eligible|One or More Eligible|Theoretical Occupancy|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued" \
