@@ -47,7 +47,7 @@ def main(argv):
         if a.cells:
             for key, b, n, r in ratios:
                 print(f"cell {'/'.join(map(str, key))}: {b:.2f} us -> {n:.2f} us, {r:.3f}")
-        summary = compare.ratio_by_tokens(new, base, a.impl, a.group, where)
+        summary = compare.ratio_by(new, base, a.impl, a.group, where)
         numeric = all(str(g).isdigit() for g in summary if g != "all")
         order = sorted((g for g in summary if g != "all"), key=int if numeric else str) + ["all"]
         for g in order:

@@ -55,7 +55,7 @@ def common_ratios(new_cells, base_cells, impl=None, where=None):
     return out
 
 
-def ratio_by_tokens(new_cells, base_cells, impl=None, group="tokens", where=None):
+def ratio_by(new_cells, base_cells, impl=None, group="tokens", where=None):
     """{value of `group` (tokens by default): (geomean of new/base median
     time, cells, cells faster by > 3%, cells slower by > 3%)} over the cells
     both runs have, plus "all"."""
