@@ -9,8 +9,8 @@
 //   --no-pdl          launch without programmatic dependent launch
 //   --graph-launches=N  launches per replayed graph (default 20)
 //   --force-path=N    1 register path, 2 shared-memory path, 3 register path with scalar loads,
-//                     4 split-row path, 5 row-per-thread path (tier-table tuning; cells the
-//                     forced path cannot run are reported as errors)
+//                     4 split-row path, 5 row-per-thread path, 6 block-rank path (tier-table
+//                     tuning; cells the forced path cannot run are reported as errors)
 //   --force-rounds    register path: select by rounds, never by the threshold filter
 //   --force-threshold register path: threshold selection at any row count (warp-per-row tiers, 8+ experts per lane)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16

@@ -89,12 +89,14 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   if (p.num_experts > kSharedPathMaxExperts)
     fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
   if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
-  if (options.force_path < 0 || options.force_path > 5)
-    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4 or 5");
-  if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4) {
+  if (options.force_path < 0 || options.force_path > 6)
+    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4, 5 or 6");
+  if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4 || options.force_path == 6) {
     if (p.num_experts > kRegisterPathMaxExperts)
-      fail(options.force_path == 4 ? "the split-row path" : "the register path", " was forced but num_experts = ",
-           p.num_experts, " > ", kRegisterPathMaxExperts);
+      fail(options.force_path == 4   ? "the split-row path"
+           : options.force_path == 6 ? "the block-rank path"
+                                     : "the register path",
+           " was forced but num_experts = ", p.num_experts, " > ", kRegisterPathMaxExperts);
   }
   if (p.num_tokens == 0) return cudaSuccess;
 

@@ -1,12 +1,16 @@
 // The CUDA router kernel of SPEC section 1: parameters, tiers and launch.
 //
-// Four kernel shapes share the per-element arithmetic of routing_math.h:
+// Five kernel shapes share the per-element arithmetic of routing_math.h:
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
-//  * the split-row path (T <= 128, 128 < E <= 512, except E <= 256 with
-//    k > 4): a block of E / 64 warps per row, each warp's top-k merged by
-//    one warp;
+//  * the block-rank path (T <= 128, 64 < E <= 256, k > 4, and k 2-4 up to
+//    E = 128): a block of E / 32 warps per row, one expert per thread; each
+//    warp ranks its experts by shuffles, the warps' lists are ranked
+//    through shared memory;
+//  * the split-row path (T <= 128, 128 < E <= 512 where the block-rank path
+//    does not run): a block of E / 64 warps per row, each warp's top-k
+//    merged by one warp;
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
 //    per row, scores staged in shared memory, block-wide rounds;
 //  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
@@ -63,7 +67,7 @@ struct LaunchOptions {
   // 1 = register path (E <= 512), 2 = shared-memory path, 3 = register path
   // with scalar loads even when vector loads are possible, 4 = split-row
   // path (E <= 512), 5 = row-per-thread path (thread_row_unsupported says
-  // when it cannot run).
+  // when it cannot run), 6 = block-rank path (E <= 512).
   int force_path = 0;
   // Register path: select every row by k group-wide rounds, never by the
   // threshold filter or the ranking, for tests that prove the selections agree.

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "routing_kernel_common.cuh"
+#include "routing_block_rank_path.cuh"
 #include "routing_register_path.cuh"
 #include "routing_split_row_path.cuh"
 #include "routing_thread_row_path.cuh"
@@ -227,6 +228,28 @@ cudaError_t launch_split_row_tier(const KernelParams& kp, cudaStream_t stream, b
   return launch_kernel(route_split_row_kernel<T, W, 1, false>, blocks, 0, stream, pdl, kp, 32 * W);
 }
 
+// Block-rank path: W warps per row, one expert per thread (E <= 32 * W).
+// Blocks are capped so that a forced launch on many rows also runs the
+// kernel's row loop (the tier table sends it few rows only).
+constexpr std::int64_t kBlockRankMaxBlocks = 1024;
+
+template <typename T, int W>
+cudaError_t launch_block_rank_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const unsigned blocks = grid_for(kp.num_tokens < kBlockRankMaxBlocks ? kp.num_tokens : kBlockRankMaxBlocks);
+  if (kp.softmax) return launch_kernel(route_block_rank_kernel<T, W, true>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(route_block_rank_kernel<T, W, false>, blocks, 0, stream, pdl, kp, 32 * W);
+}
+
+template <typename T>
+cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const int E = kp.num_experts;
+  if (E <= 64) return launch_block_rank_tier<T, 2>(kp, stream, pdl);
+  if (E <= 128) return launch_block_rank_tier<T, 4>(kp, stream, pdl);
+  if (E <= 256) return launch_block_rank_tier<T, 8>(kp, stream, pdl);
+  if (E <= 384) return launch_block_rank_tier<T, 12>(kp, stream, pdl);
+  return launch_block_rank_tier<T, 16>(kp, stream, pdl);
+}
+
 template <typename T>
 cudaError_t launch_split_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   const int E = kp.num_experts;
@@ -292,6 +315,23 @@ cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool 
   }
 }
 
+// Where the block-rank path runs (one block per row, one expert per
+// thread, no selection rounds in the row's chain). Measured on the H200
+// against the tier table before it, anchor grid, T = 1-128
+// (docs/performance.md): k = 8 at E = 128 0.77-0.85x the time (register
+// path, 8 rounds) and at E = 256 0.81-0.92x (threshold selection); k = 4 at
+// E = 128 0.91-0.99x. It lost elsewhere: E = 64 (one warp per row, two
+// experts per lane: 1.0-1.2x), k = 1 (1.0-1.18x, softmax most: its two
+// block-wide reductions), E = 256 k = 4 (even) and E = 512 (k = 4 1.18-1.25x:
+// 16 warps share four schedulers); at 1024 rows 1.2-1.8x (a block per row
+// issues more than a warp per row, and issue bounds there).
+constexpr std::int64_t kBlockRankMaxRows = 128;
+
+inline bool block_rank_preferred(const KernelParams& kp) {
+  const int E = kp.num_experts;
+  return E > 64 && E <= 256 && kp.num_tokens <= kBlockRankMaxRows && (kp.topk > 4 || (E <= 128 && kp.topk > 1));
+}
+
 // Up to this many rows, E in (128, 512] takes the split-row path: a block of
 // E / 64 warps per row shortens the dependent chain that bounds decode. On
 // the H200 it took 0.56-0.80x the register path's time at T <= 128 and
@@ -312,7 +352,8 @@ constexpr int kThresholdSelectMinExperts = 129;
 // the warp-per-row tier with threshold selection beats the split-row path
 // at any row count (H200, fp32, T <= 128, k = 8: sigmoid 0.80-0.84x the
 // time, softmax 0.90-0.92x; k = 4 and E = 512 are not faster, so they keep
-// the split-row path; docs/performance.md).
+// the split-row path; docs/performance.md). Up to kBlockRankMaxRows the
+// block-rank path, checked first, takes these cells.
 inline bool decode_prefers_threshold(const KernelParams& kp) {
   return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
 }
@@ -399,6 +440,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (options.force_path == 5 ||
       (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);
+  if (options.force_path == 6 || (options.force_path == 0 && block_rank_preferred(kp)))
+    return launch_block_rank<T>(kp, stream, pdl);
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
                                   rows <= kSplitRowMaxRows && !decode_prefers_threshold(kp)))
     return launch_split_row<T>(kp, stream, pdl);

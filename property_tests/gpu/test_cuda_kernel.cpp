@@ -114,11 +114,13 @@ TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
         const RoutingOutput shared = harness::run_cuda_case(c, {.force_path = 2});
         const RoutingOutput scalar = harness::run_cuda_case(c, {.force_path = 3});
         const RoutingOutput split = harness::run_cuda_case(c, {.force_path = 4});
+        const RoutingOutput block_rank = harness::run_cuda_case(c, {.force_path = 6});
         const RoutingOutput rounds = harness::run_cuda_case(c, {.force_path = 1, .force_round_selection = true});
         const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(cfg.topk) + " T=" + std::to_string(tokens);
         expect_bitwise_equal(reg, shared, "register vs shared, " + where);
         expect_bitwise_equal(reg, scalar, "vector vs scalar loads, " + where);
         expect_bitwise_equal(reg, split, "register vs split-row, " + where);
+        expect_bitwise_equal(reg, block_rank, "register vs block-rank, " + where);
         expect_bitwise_equal(reg, rounds, "threshold vs round selection, " + where);
       }
     }
@@ -153,6 +155,8 @@ TEST(CudaKernel, OneLaneHoldingTheTopKRefillsItsCandidates) {
                            "register vs shared, E=" + std::to_string(E) + " k=" + std::to_string(k));
       expect_bitwise_equal(reg, harness::run_cuda_case(c, {.force_path = 4}),
                            "register vs split-row, E=" + std::to_string(E) + " k=" + std::to_string(k));
+      expect_bitwise_equal(reg, harness::run_cuda_case(c, {.force_path = 6}),
+                           "register vs block-rank, E=" + std::to_string(E) + " k=" + std::to_string(k));
     }
   }
 }
@@ -228,8 +232,9 @@ TEST(CudaKernel, ThresholdSelectionFastPathEdges) {
 }
 
 // Decode tiers (routing_kernel_impl.cuh): few rows at E <= 32 take one warp
-// per row, and E in (128, 256] with k > 4 takes threshold selection instead
-// of the split-row path; with one expert per lane (E <= 32) rows with
+// per row, E in (64, 256] with k > 4 (and k 2-4 up to E = 128) the
+// block-rank path, and E in (128, 256] with k > 4 threshold selection from
+// 129 rows; with one expert per lane (E <= 32) rows with
 // k > 4 are ranked. E = 33, 40 and 64 run the tier of two experts per lane
 // (33: scalar loads; 40: lanes past 20 empty). Whatever the tier table picks must equal the
 // reference, the shared-memory path and the round selection bit for bit;
@@ -291,6 +296,42 @@ TEST(CudaKernel, RankingKernelOnEveryRowCountItTakes) {
         EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << where;
         expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
                              "ranking vs round selection, " + where);
+      }
+    }
+}
+
+// The block-rank path (one block per row, one expert per thread) on every
+// width it has (2-16 warps, the last one partly or wholly empty), k across
+// the 32-entry warp lists (k = 31-33: a warp lists all its experts from
+// k = 32), forced on 1030 rows too, where a block takes several rows (the
+// grid is capped) and padded rows sit between them. Equal to the reference
+// and, bit for bit, to the shared-memory path.
+TEST(CudaKernel, BlockRankPathEqualsTheOtherPaths) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal, harness::LogitsDistribution::kQuantized,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs};
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {33, 40, 64, 100, 128, 129, 200, 256, 300, 384, 500, 512})
+    for (std::int64_t k : {1, 2, 8, 31, 32, 33, 64}) {
+      if (k > E) continue;
+      for (std::int64_t tokens : {1, 3, 1030}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = tokens;
+        cfg.logits = dists[seed % 4];
+        cfg.logits_dtype = seed % 3 == 0 ? DType::kBFloat16 : DType::kFloat32;
+        cfg.normalization = (seed / 4) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.padding = tokens > 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
+        cfg.layout = static_cast<harness::LogitsLayout>(seed % 3);
+        cfg.seed = seed++;
+        const RoutingCase c(cfg);
+        const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " T=" + std::to_string(tokens) +
+                                  " logits " + std::to_string(static_cast<int>(cfg.logits));
+        const RoutingOutput ranked = harness::run_cuda_case(c, {.force_path = 6});
+        EXPECT_TRUE(testing::Passes(harness::compare_output(c, ranked))) << where;
+        expect_bitwise_equal(ranked, harness::run_cuda_case(c, {.force_path = 2}), "block-rank vs shared, " + where);
       }
     }
 }
@@ -427,12 +468,14 @@ TEST(CudaKernel, RowOffsetsBeyond2To31Elements) {
 TEST(Sanitizer, RepresentativeSubset) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {7, 64, 256, 512, 1000}) {
-    for (int path : {0, 2, 4}) {
+    for (int path : {0, 2, 4, 6}) {
       if (path != 0 && E > 512) continue;
       CaseConfig cfg;
       cfg.experts = E;
       cfg.topk = std::min<std::int64_t>(E, 8);
-      cfg.tokens = path == 0 && E > 128 && E <= 512 ? 1030 : 67;  // 1030: threshold selection's shared memory too
+      // 1030: threshold selection's shared memory too, and the block-rank
+      // path's row loop (its grid is capped at 1024 blocks).
+      cfg.tokens = (path == 0 && E > 128 && E <= 512) || path == 6 ? 1030 : 67;
       cfg.normalization = E % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
       cfg.padding = harness::PaddingMode::kSparse;
       cfg.extra_cols = 1;

@@ -1,0 +1,150 @@
+// Block-rank path of the router kernel, for few rows and E in (32, 512]
+// (block_rank_preferred in routing_kernel_impl.cuh says where it runs):
+// one block of W = E / 32 warps (rounded up) owns a row, one expert per
+// thread. Decode is bound by the dependent chain of one row, not by memory
+// or issue slots; here no step of that chain is a selection round:
+//  1. each thread scores its expert (the same per-lane arithmetic as the
+//     register path, with one expert per lane);
+//  2. each warp ranks its 32 experts by one pass of 32 independent shuffles
+//     and writes its top min(k, 32), in key order, to shared memory;
+//  3. each of the W * min(k, 32) listed entries counts the entries above it
+//     (one pass over shared memory, independent loads); rank r < k is
+//     output slot r;
+//  4. the k slot threads sum the selected scores in slot order (the order
+//     in which the rounds of the other paths add them) and write.
+// The global top-k lies in the union of the warps' top-k, keys are unique
+// (expert index breaks ties) and the softmax sum is fixed point, so the
+// result equals every other path's bit for bit. k = 1 takes one round per
+// warp and one over the W winners instead (two redux.sync each).
+#pragma once
+
+#include "routing_lane_scores.cuh"
+
+namespace musespark::cuda {
+
+constexpr int kBlockRankMaxWarps = kRegisterPathMaxExperts / 32;
+
+// The selection key of (ord, expert) as one integer: larger is above in the
+// key order (ord descending, then expert ascending). ord 0 (no expert) keys
+// lie below every real expert's.
+__device__ __forceinline__ std::uint64_t block_rank_key(std::uint32_t ord, std::uint32_t expert) {
+  return (static_cast<std::uint64_t>(ord) << 32) | (0xFFFFFFFFu - expert);
+}
+
+template <typename T, int W, bool kSoftmax>  // kSoftmax: one kernel per normalization, as the register path
+__global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelParams p) {
+  static_assert(W >= 1 && W <= kBlockRankMaxWarps, "block-rank shape");
+  __shared__ std::uint64_t cand_key[W * 32];  // warp w's top min(k, 32) at [w * kc, (w + 1) * kc)
+  __shared__ float cand_score[W * 32];
+  __shared__ std::int32_t slot_expert[kMaxTopK];
+  __shared__ float slot_score[kMaxTopK];
+  __shared__ float warp_max[W];
+  __shared__ std::uint32_t warp_nan[W];
+  __shared__ std::uint64_t warp_sum[W];
+
+  pdl_wait();
+  pdl_launch_dependents();  // see the register path
+
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int expert = threadIdx.x;
+  const int E = p.num_experts;
+  const int k = p.topk;
+  const int kc = k < 32 ? k : 32;  // entries each warp lists
+
+  for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row_is_padded(p, row)) {  // the whole block takes this branch
+      if (expert < k) store_slot(p, row, expert, 0.0f, -1);
+      continue;
+    }
+
+    // ---- 1. the thread's expert's score (as the register path, P = 1) -----
+    const bool valid[1] = {expert < E};
+    const float b = valid[0] ? p.bias[expert] : 0.0f;
+    float s[1];
+    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+    load_lane_logits<T, 1, 1>(p, row_ptr, valid, [expert](int) { return expert; }, s);
+    if constexpr (!kSoftmax) {
+      sigmoid_scores(s);
+    } else {
+      std::uint32_t has_nan = 0;
+      float mx = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
+      has_nan = group_max_u32<32>(has_nan);
+      if (lane == 0) warp_max[warp] = mx, warp_nan[warp] = has_nan;
+      __syncthreads();
+#pragma unroll
+      for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]), has_nan |= warp_nan[w];
+      std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx));
+      if (lane == 0) warp_sum[warp] = fixed;
+      __syncthreads();
+      fixed = 0;
+#pragma unroll
+      for (int w = 0; w < W; ++w) fixed += warp_sum[w];
+      softmax_shares(s, fixed, softmax_row_has_nan(has_nan != 0, mx));
+    }
+    const std::uint32_t ord = valid[0] ? rm::ordered_score(s[0] + b) + 1u : 0u;
+
+    if (k == 1) {  // block-uniform: each warp's best, then the best of the W
+      const RoundPick warp_pick = group_round_pick<32>(ord, static_cast<std::uint32_t>(expert));
+      const float warp_score = __shfl_sync(0xFFFFFFFFu, s[0], static_cast<int>(warp_pick.expert % 32));
+      if (lane == 0) cand_key[warp] = block_rank_key(warp_pick.ord, warp_pick.expert), cand_score[warp] = warp_score;
+      __syncthreads();
+      if (warp == 0) {
+        const std::uint64_t key = lane < W ? cand_key[lane] : 0u;
+        const std::uint32_t winner = group_round_pick<32>(static_cast<std::uint32_t>(key >> 32),
+                                                          lane < W ? 0xFFFFFFFFu - static_cast<std::uint32_t>(key)
+                                                                   : 0xFFFFFFFFu).expert;
+        const float score = __shfl_sync(0xFFFFFFFFu, lane < W ? cand_score[lane] : 0.0f, static_cast<int>(winner / 32));
+        if (lane == 0) {
+          const float denominator = rm::weight_denominator(0.0f + score, p.has_eps, p.eps);  // the rounds' sum
+          store_slot(p, row, 0, rm::routing_weight(score, denominator, p.route_scale), static_cast<std::int32_t>(winner));
+        }
+      }
+      if (row + gridDim.x < p.num_tokens) __syncthreads();  // the winners are reused by the next row
+      continue;
+    }
+
+    // ---- 2. the warp's ranking: experts above mine among the warp's 32 -----
+    // Empty lanes (ord 0) rank below every expert, among themselves by lane,
+    // so the ranks are 0..31 and the first kc of each list are all written.
+    int rank = 0;
+#pragma unroll
+    for (int src = 0; src < 32; ++src) {
+      const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, ord, src);
+      rank += (o > ord || (o == ord && src < lane)) ? 1 : 0;
+    }
+    if (rank < kc) {
+      cand_key[warp * kc + rank] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
+      cand_score[warp * kc + rank] = s[0];
+    }
+    __syncthreads();
+
+    // ---- 3. each listed entry's rank in the row ------------------------------
+    const int listed = W * kc;
+    if (static_cast<int>(threadIdx.x) < listed) {
+      const std::uint64_t mine = cand_key[threadIdx.x];
+      int above = 0;
+#pragma unroll 8
+      for (int j = 0; j < listed; ++j) above += cand_key[j] > mine ? 1 : 0;
+      // A real expert's rank below k is its slot; the row has at least k
+      // real experts, all above every empty entry, so each slot is written.
+      if ((mine >> 32) != 0u && above < k) {
+        slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine));
+        slot_score[above] = cand_score[threadIdx.x];
+      }
+    }
+    __syncthreads();
+
+    // ---- 4. weights: the slot-order sum, as the rounds add ------------------
+    if (expert < k) {
+      float selected_sum = 0.0f;
+      for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+      store_slot(p, row, expert, rm::routing_weight(slot_score[expert], denominator, p.route_scale),
+                 slot_expert[expert]);
+    }
+    if (row + gridDim.x < p.num_tokens) __syncthreads();  // the lists and slots are reused by the next row
+  }
+}
+
+}  // namespace musespark::cuda
