@@ -5,6 +5,7 @@ compare a run against a baseline.
   render_report.py RUN.json [--baseline BASE.json] [--anchor ANCHOR.csv] --out DIR [--title T] [--command CMD]
   render_report.py compare RUN.json BASE.json [--threshold 0.05] [--impl cuda]   # exit 1 on regression
       [--group experts] [--where experts=8 --where topk=8] [--cells]
+  render_report.py stand RUN.json --anchor ANCHOR.csv [--impl cuda]   # the figures of docs/performance.md's stand table
 """
 import argparse
 import os
@@ -12,7 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perfreport import compare, load, render  # noqa: E402
+from perfreport import compare, load, render, stand  # noqa: E402
 
 
 def main(argv):
@@ -55,6 +56,21 @@ def main(argv):
             print(f"{a.group} {g}: time new/baseline {gm:.3f} (geomean of {n}), {faster} faster, {slower} slower by > 3%")
         print(f"compare: {len(ratios)} cells compared, {len(found)} regressed beyond {a.threshold * 100:.0f}%")
         return 1 if found else 0
+
+    if argv and argv[0] == "stand":
+        ap = argparse.ArgumentParser(prog="render_report.py stand")
+        ap.add_argument("run")
+        ap.add_argument("--anchor", required=True)
+        ap.add_argument("--impl", default="cuda")
+        a = ap.parse_args(argv[1:])
+        context, cells = load.load_benchmark_json(a.run)
+        anchor_cells, _ = load.load_anchor_csv(a.anchor)
+        try:
+            print(stand.format_stand(stand.stand(cells, anchor_cells, context, impl=a.impl)))
+        except ValueError as e:
+            print(f"stand: {e}", file=sys.stderr)
+            return 2
+        return 0
 
     ap = argparse.ArgumentParser(prog="render_report.py")
     ap.add_argument("run")

@@ -106,6 +106,29 @@ class RenderTest(unittest.TestCase):
             self.assertIn("| staged-engine | 8 | warm | cuda | 1.00 | 35.00 | 88% |", md)
             self.assertIn("| block-copies | 8 | warm | cpu | 4.00 | 3.00 | - |", md)
 
+    def test_stand_reports_speedups_slow_cells_decode_and_floor(self):
+        with tempfile.TemporaryDirectory() as d:
+            run = os.path.join(d, "run.json")
+            # 65536 x 64 fp32 at k = 8: 16.78 MB + 4.19 MB + 256 B = 20.97 MB, 6.99 us at 3000 GB/s
+            run_json(run, {("cuda", 1, 64, 8): 2.5, ("cuda", 16, 64, 8): 1.0, ("cuda", 65536, 64, 8): 13.98,
+                           ("torch-recipe", 1, 64, 8): 25.0})
+            anchor = os.path.join(d, "a.csv")
+            with open(anchor, "w") as f:
+                f.write("logits_dtype,normalization,experts,topk,tokens,seed_triton_us,torch_eager_us,dram_floor_us\n")
+                f.write("float32,sigmoid,64,8,1,2.0,17.1,0.00\nfloat32,sigmoid,64,8,16,2.0,19.3,0.00\n")
+                f.write("float32,sigmoid,64,8,65536,27.96,300,7.0\n")
+            r = call("stand", run, "--anchor", anchor)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| 1 | 0.80x | 0.80x | 0.80x | 1 of 1 (1 by > 3%) |", r.stdout)
+            self.assertIn("| 65536 | 2.00x |", r.stdout)
+            self.assertIn("  1 64 8 float32 sigmoid: 2.50 / 2.00, 0.80x", r.stdout)
+            self.assertIn("decode: 2 cells, 1.00-2.50 us, 1 over 2 us", r.stdout)
+            self.assertIn("large batches, float32: 50-50% of the copy floor (1 cells)", r.stdout)
+            self.assertIn("over the torch recipe: 10.0x geomean", r.stdout)
+            r = call("stand", run, "--anchor", anchor, "--impl", "nothing")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("no cells of implementation 'nothing'", r.stderr)
+
     def test_bad_names_are_clear_errors(self):
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, "bad.json")
