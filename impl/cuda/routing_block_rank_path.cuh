@@ -8,8 +8,9 @@
 //  2. each warp ranks its 32 experts by one pass of 32 independent shuffles
 //     and writes its top min(k, 32), in key order, to shared memory;
 //  3. each of the W * min(k, 32) listed entries counts the entries above it
-//     (one pass over shared memory, independent loads); rank r < k is
-//     output slot r;
+//     (one pass over shared memory, independent loads; with up to four
+//     warps and 32 entries, by shuffles in warp 0); rank r < k is output
+//     slot r;
 //  4. the k slot threads sum the selected scores in slot order (the order
 //     in which the rounds of the other paths add them) and write.
 // The global top-k lies in the union of the warps' top-k, keys are unique
@@ -119,8 +120,43 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     }
     __syncthreads();
 
-    // ---- 3. each listed entry's rank in the row ------------------------------
+    // ---- 3 and 4 in warp 0, up to four warps with at most 32 entries listed --
+    // Lane c ranks entry c by 64 shuffles and the slots go through shared
+    // memory within warp 0: no second block barrier. Only compiled up to
+    // W = 4: with W = 8 (where it would serve k <= 4 only) the branch made
+    // the kernel's k = 8 rows, which never take it, 17-21% slower on the
+    // H200 (docs/performance.md).
     const int listed = W * kc;
+    if constexpr (W <= 4) {
+      if (listed <= 32) {  // block-uniform
+        if (warp == 0) {
+          const std::uint64_t mine = lane < listed ? cand_key[lane] : 0u;
+          const float my_score = lane < listed ? cand_score[lane] : 0.0f;
+          const std::uint32_t hi = static_cast<std::uint32_t>(mine >> 32), lo = static_cast<std::uint32_t>(mine);
+          int above = 0;
+#pragma unroll
+          for (int src = 0; src < 32; ++src) {
+            const std::uint32_t h = __shfl_sync(0xFFFFFFFFu, hi, src);
+            const std::uint32_t l = __shfl_sync(0xFFFFFFFFu, lo, src);
+            above += (h > hi || (h == hi && l > lo)) ? 1 : 0;
+          }
+          if (hi != 0u && above < k)
+            slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - lo), slot_score[above] = my_score;
+          __syncwarp();
+          if (lane < k) {
+            float selected_sum = 0.0f;
+            for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
+            const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+            store_slot(p, row, lane, rm::routing_weight(slot_score[lane], denominator, p.route_scale),
+                       slot_expert[lane]);
+          }
+        }
+        if (row + gridDim.x < p.num_tokens) __syncthreads();  // the lists and slots are reused by the next row
+        continue;
+      }
+    }
+
+    // ---- 3. each listed entry's rank in the row ------------------------------
     if (static_cast<int>(threadIdx.x) < listed) {
       const std::uint64_t mine = cand_key[threadIdx.x];
       int above = 0;
