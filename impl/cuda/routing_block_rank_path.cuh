@@ -120,15 +120,16 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     }
     __syncthreads();
 
-    // ---- 3 and 4 in warp 0, up to four warps with at most 32 entries listed --
+    // ---- 3 and 4 in warp 0, up to four warps, k > 4, <= 32 entries listed --
     // Lane c ranks entry c by 64 shuffles and the slots go through shared
-    // memory within warp 0: no second block barrier. Only compiled up to
-    // W = 4: with W = 8 (where it would serve k <= 4 only) the branch made
-    // the kernel's k = 8 rows, which never take it, 17-21% slower on the
-    // H200 (docs/performance.md).
+    // memory within warp 0: no second block barrier. On the H200, at E = 128:
+    // k = 8 0.91-0.94x (sigmoid) and 0.96-0.97x (softmax) the time; k = 4
+    // softmax 1.01-1.035x, hence k > 4. Only compiled up to W = 4: with W = 8
+    // (where it would serve k <= 4 only) the branch made the kernel's k = 8
+    // rows, which never take it, 17-21% slower (docs/performance.md).
     const int listed = W * kc;
     if constexpr (W <= 4) {
-      if (listed <= 32) {  // block-uniform
+      if (listed <= 32 && k > 4) {  // block-uniform
         if (warp == 0) {
           const std::uint64_t mine = lane < listed ? cand_key[lane] : 0u;
           const float my_score = lane < listed ? cand_score[lane] : 0.0f;
