@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
   __shared__ float cand_score[W * 32];
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
-  __shared__ float warp_max[W];
+  __shared__ float warp_max[W];  // block_softmax_shares' scratch
   __shared__ std::uint32_t warp_nan[W];
   __shared__ std::uint64_t warp_sum[W];
 
@@ -68,22 +68,17 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     if constexpr (!kSoftmax) {
       sigmoid_scores(s);
     } else {
-      std::uint32_t has_nan = 0;
-      float mx = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
-      has_nan = group_max_u32<32>(has_nan);
-      if (lane == 0) warp_max[warp] = mx, warp_nan[warp] = has_nan;
-      __syncthreads();
-#pragma unroll
-      for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]), has_nan |= warp_nan[w];
-      std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx));
-      if (lane == 0) warp_sum[warp] = fixed;
-      __syncthreads();
-      fixed = 0;
-#pragma unroll
-      for (int w = 0; w < W; ++w) fixed += warp_sum[w];
-      softmax_shares(s, fixed, softmax_row_has_nan(has_nan != 0, mx));
+      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
     }
     const std::uint32_t ord = valid[0] ? rm::ordered_score(s[0] + b) + 1u : 0u;
+    // Output slot j from the k slots in shared memory: the slot-order sum,
+    // as the rounds of the other paths add.
+    auto write_slot = [&](int j) {
+      float selected_sum = 0.0f;
+      for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+      store_slot(p, row, j, rm::routing_weight(slot_score[j], denominator, p.route_scale), slot_expert[j]);
+    };
 
     if (k == 1) {  // block-uniform: each warp's best, then the best of the W
       const RoundPick warp_pick = group_round_pick<32>(ord, static_cast<std::uint32_t>(expert));
@@ -144,13 +139,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
           if (hi != 0u && above < k)
             slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - lo), slot_score[above] = my_score;
           __syncwarp();
-          if (lane < k) {
-            float selected_sum = 0.0f;
-            for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
-            const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-            store_slot(p, row, lane, rm::routing_weight(slot_score[lane], denominator, p.route_scale),
-                       slot_expert[lane]);
-          }
+          if (lane < k) write_slot(lane);
         }
         if (row + gridDim.x < p.num_tokens) __syncthreads();  // the lists and slots are reused by the next row
         continue;
@@ -172,14 +161,8 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     }
     __syncthreads();
 
-    // ---- 4. weights: the slot-order sum, as the rounds add ------------------
-    if (expert < k) {
-      float selected_sum = 0.0f;
-      for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
-      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-      store_slot(p, row, expert, rm::routing_weight(slot_score[expert], denominator, p.route_scale),
-                 slot_expert[expert]);
-    }
+    // ---- 4. weights ------------------------------------------------------------
+    if (expert < k) write_slot(expert);
     if (row + gridDim.x < p.num_tokens) __syncthreads();  // the lists and slots are reused by the next row
   }
 }

@@ -94,4 +94,30 @@ __device__ __forceinline__ void softmax_shares(float (&s)[P], std::uint64_t row_
   for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
 }
 
+// Softmax over a row that the W warps of a block share (the split-row and
+// block-rank paths): the maximum and the fixed-point sum cross the warps
+// through shared memory (the caller's arrays, one entry per warp), one
+// barrier each; both are exact, so the order in which warps combine them
+// changes no bit.
+template <int W, int P>
+__device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (&valid)[P], float (&warp_max)[W],
+                                                     std::uint32_t (&warp_nan)[W], std::uint64_t (&warp_sum)[W]) {
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  std::uint32_t has_nan = 0;
+  float mx = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
+  has_nan = group_max_u32<32>(has_nan);
+  if (lane == 0) warp_max[warp] = mx, warp_nan[warp] = has_nan;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]), has_nan |= warp_nan[w];
+  std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx));
+  if (lane == 0) warp_sum[warp] = fixed;
+  __syncthreads();
+  fixed = 0;
+#pragma unroll
+  for (int w = 0; w < W; ++w) fixed += warp_sum[w];
+  softmax_shares(s, fixed, softmax_row_has_nan(has_nan != 0, mx));
+}
+
 }  // namespace musespark::cuda

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   __shared__ std::uint32_t cand_ord[W][kMaxK];  // each warp's top-k, key order; 0 ends a list
   __shared__ std::uint32_t cand_expert[W][kMaxK];
   __shared__ float cand_score[W][kMaxK];
-  __shared__ float warp_max[W];
+  __shared__ float warp_max[W];  // block_softmax_shares' scratch
   __shared__ std::uint64_t warp_sum[W];
   __shared__ std::uint32_t warp_nan[W];
   __shared__ std::uint32_t ranked_expert[32];  // the rank merge's slots
@@ -64,20 +64,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     if constexpr (!kSoftmax) {
       sigmoid_scores(s);
     } else {
-      std::uint32_t has_nan = 0;
-      float mx = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
-      has_nan = group_max_u32<32>(has_nan);
-      if (lane == 0) warp_max[warp] = mx, warp_nan[warp] = has_nan;
-      __syncthreads();
-#pragma unroll
-      for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]), has_nan |= warp_nan[w];
-      std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx));
-      if (lane == 0) warp_sum[warp] = fixed;
-      __syncthreads();
-      fixed = 0;
-#pragma unroll
-      for (int w = 0; w < W; ++w) fixed += warp_sum[w];
-      softmax_shares(s, fixed, softmax_row_has_nan(has_nan != 0, mx));
+      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
     }
 
     // ---- k = 1: each warp's best expert, then the best of the W ------------
