@@ -6,6 +6,7 @@ compare a run against a baseline.
   render_report.py compare RUN.json BASE.json [--threshold 0.05] [--impl cuda]   # exit 1 on regression
       [--group experts] [--where experts=8 --where topk=8] [--cells]
   render_report.py stand RUN.json --anchor ANCHOR.csv [--impl cuda]   # the figures of docs/performance.md's stand table
+  render_report.py kernels A.cubin [--baseline B.cubin] [--match TEXT]   # code size, registers, shared memory per kernel
 """
 import argparse
 import os
@@ -13,7 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perfreport import compare, load, render, stand  # noqa: E402
+from perfreport import compare, cubin, load, render, stand  # noqa: E402
 
 
 def main(argv):
@@ -70,6 +71,37 @@ def main(argv):
         except ValueError as e:
             print(f"stand: {e}", file=sys.stderr)
             return 2
+        return 0
+
+    if argv and argv[0] == "kernels":
+        ap = argparse.ArgumentParser(prog="render_report.py kernels")
+        ap.add_argument("cubin", help="nvcc -cubin output (scripts/kernel_cubins.sh makes them)")
+        ap.add_argument("--baseline", help="another cubin: each kernel's code size against its own there")
+        ap.add_argument("--match", default="", help="only kernels whose mangled name contains this")
+        a = ap.parse_args(argv[1:])
+        try:
+            with open(a.cubin, "rb") as f:
+                facts = cubin.kernel_facts(f.read())
+            base = {}
+            if a.baseline:
+                with open(a.baseline, "rb") as f:
+                    base = cubin.kernel_facts(f.read())
+        except (OSError, cubin.CubinError) as e:
+            print(f"kernels: {e}", file=sys.stderr)
+            return 2
+        names = sorted(n for n in facts if a.match in n)
+        if not names:
+            print(f"kernels: no kernel in {a.cubin}" + (f" contains {a.match!r}" if a.match else ""), file=sys.stderr)
+            return 2
+        print("| kernel | SASS instructions | code bytes | registers | static shared bytes |"
+              + (" instructions in baseline |" if a.baseline else ""))
+        print("|---|---|---|---|---|" + ("---|" if a.baseline else ""))
+        for n in names:
+            k = facts[n]
+            row = f"| {n} | {k['instructions']} | {k['code_bytes']} | {k['registers']} | {k['shared_bytes']} |"
+            if a.baseline:
+                row += f" {base[n]['instructions']} |" if n in base else " - |"
+            print(row)
         return 0
 
     ap = argparse.ArgumentParser(prog="render_report.py")

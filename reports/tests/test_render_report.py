@@ -22,6 +22,43 @@ def run_json(path, times, reps=1, gpu=True):
         json.dump({"context": ctx, "benchmarks": rows}, f)
 
 
+def fake_cubin(kernels):
+    """A minimal ELF64 as nvcc -cubin lays one out: per kernel a .text and a
+    .nv.shared section, a symbol, and an EIATTR_REGCOUNT entry in .nv.info.
+    kernels: {name: (code bytes, registers, shared bytes)}."""
+    import struct
+    names = list(kernels)
+    strtab = b"\0" + b"".join(n.encode() + b"\0" for n in names)
+    sym_off = [1]
+    for n in names[:-1]:
+        sym_off.append(sym_off[-1] + len(n) + 1)
+    symtab = b"\0" * 24 + b"".join(struct.pack("<IBBHQQ", o, 0x12, 0, 0, 0, 0) for o in sym_off)
+    info = b"".join(struct.pack("<BBHII", 4, 0x2F, 8, i + 1, kernels[n][1]) for i, n in enumerate(names))
+    info = struct.pack("<BBH", 1, 0x0A, 0) + info  # an entry without payload first
+    secs = [(".shstrtab", 3, b"", 0), (".strtab", 3, strtab, 0), (".symtab", 2, symtab, 2), (".nv.info", 0x70000000, info, 0)]
+    for n in names:
+        secs.append((".text." + n, 1, b"\0" * kernels[n][0], 0))
+        secs.append((".nv.shared." + n, 8, b"", 0))
+    shstr = b"\0" + b"".join(s[0].encode() + b"\0" for s in secs)
+    secs[0] = (".shstrtab", 3, shstr, 0)
+    body, offsets, at = b"", [], 64
+    for s in secs:
+        offsets.append(at + len(body))
+        body += s[2]
+    shoff = 64 + len(body)
+    head = b"\x7fELF" + bytes([2, 1, 1]) + b"\0" * 9
+    head += struct.pack("<HHIQQQIHHHHHH", 2, 190, 1, 0, 0, shoff, 0, 64, 0, 0, 64, len(secs) + 1, 1)
+    shdrs = b"\0" * 64
+    name_at = 1
+    for i, s in enumerate(secs):
+        size = len(s[2])
+        if s[0].startswith(".nv.shared."):
+            size = kernels[s[0][11:]][2]  # NOBITS: a size, no bytes
+        shdrs += struct.pack("<IIQQQQIIQQ", name_at, s[1], 0, 0, offsets[i], size, s[3], 0, 1, 0)
+        name_at += len(s[0]) + 1
+    return head + body + shdrs
+
+
 def call(*args):
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
 
@@ -128,6 +165,28 @@ class RenderTest(unittest.TestCase):
             r = call("stand", run, "--anchor", anchor, "--impl", "nothing")
             self.assertEqual(r.returncode, 2)
             self.assertIn("no cells of implementation 'nothing'", r.stderr)
+
+    def test_kernels_reads_code_size_registers_and_shared_memory_of_a_cubin(self):
+        with tempfile.TemporaryDirectory() as d:
+            a, b = os.path.join(d, "a.cubin"), os.path.join(d, "b.cubin")
+            with open(a, "wb") as f:
+                f.write(fake_cubin({"_Z6kernelv": (160 * 16, 40, 2304), "_Z5otherv": (32, 8, 0)}))
+            with open(b, "wb") as f:
+                f.write(fake_cubin({"_Z6kernelv": (100 * 16, 38, 2304)}))
+            r = call("kernels", a, "--baseline", b)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| _Z6kernelv | 160 | 2560 | 40 | 2304 | 100 |", r.stdout)
+            self.assertIn("| _Z5otherv | 2 | 32 | 8 | 0 | - |", r.stdout)
+            r = call("kernels", a, "--match", "other")
+            self.assertNotIn("_Z6kernelv", r.stdout)
+            r = call("kernels", a, "--match", "nothing")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("no kernel", r.stderr)
+            with open(b, "wb") as f:
+                f.write(b"not an elf")
+            r = call("kernels", b)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("not a 64-bit ELF", r.stderr)
 
     def test_bad_names_are_clear_errors(self):
         with tempfile.TemporaryDirectory() as d:
