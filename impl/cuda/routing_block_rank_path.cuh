@@ -2,7 +2,9 @@
 // (block_rank_preferred in routing_kernel_impl.cuh says where it runs):
 // one block of W = E / 32 warps (rounded up) owns a row, one expert per
 // thread. Decode is bound by the dependent chain of one row, not by memory
-// or issue slots; here no step of that chain is a selection round:
+// (and, with many warps per row, by the issue slots they share: the tier
+// table keeps this path to E <= 256); no step of that chain here is a
+// selection round:
 //  1. each thread scores its expert (the same per-lane arithmetic as the
 //     register path, with one expert per lane);
 //  2. each warp ranks its 32 experts by one pass of 32 independent shuffles
