@@ -27,6 +27,10 @@
 #             NCU_SOURCE=1: per-instruction counts and stall samples too, which
 #             scripts/ncu_sass_summary.py summarizes; NCU_EXTRA: more ncu flags)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
+#   sass      cuobjdump -sass of the kernels whose name contains SASS_MATCH
+#             (block_rank), from the built library of each tree of SASS_TREES
+#             (".": this one; e.g. ". .baseline" after candidates), to logs.tgz
+#             (sass_NAME.txt), with each kernel's instruction count in the summary
 #
 # What comes back ($OUT, at most eight files): summary.log, the JSON reports
 # and logs.tgz with every log. Without $OUT, ./gpu-out.
@@ -294,7 +298,26 @@ PY
         --benchmark_out="$OUT/${gpu_tag}_loader_16workers.json" --benchmark_out_format=json > "$LOGS/loader_benchmark_16.log" 2>&1 || status=1
       grep -E "^loader/" "$LOGS/loader_benchmark_16.log" | tee -a "$OUT/summary.log"
       rm -f "$ckpt" ;;
-    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab candidates paths pdl ncu loader)"; exit 2 ;;
+    sass)
+      # The kernels' SASS as the device's toolkit disassembles it (this
+      # machine has no cuobjdump); locally, scripts/kernel_cubins.sh and
+      # render_report.py kernels give the sizes without the instructions.
+      cuobjdump_bin=$(command -v cuobjdump || echo "${CUDA_HOME:-/usr/local/cuda}/bin/cuobjdump")
+      match=${SASS_MATCH:-block_rank}
+      for tree in ${SASS_TREES:-.}; do
+        lib=$tree/build/gpu/impl/libmusespark_cuda.a
+        name=$( [ "$tree" = . ] && echo this || basename "$tree")
+        log "sass: $cuobjdump_bin -sass $lib, kernels containing '$match'"
+        if [ ! -f "$lib" ]; then
+          echo "sass: no $lib (build that tree first: the build or candidates step)" | tee -a "$OUT/summary.log"
+          status=1; continue
+        fi
+        "$cuobjdump_bin" -sass "$lib" 2> "$LOGS/sass_${name}.err" \
+          | awk -v m="$match" '/Function : /{keep = index($0, m) > 0} keep' > "$LOGS/sass_${name}.txt" || status=1
+        awk '/Function : /{if (f) print n, f; f = $3; n = 0} /^ +\/\*[0-9a-f]+\*\/ /{n++} END{if (f) print n, f}' \
+          "$LOGS/sass_${name}.txt" | sed 's/^/  instructions: /' | tee -a "$OUT/summary.log"
+      done ;;
+    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab candidates paths pdl ncu loader sass)"; exit 2 ;;
   esac
 done
 log "done, status $status"
