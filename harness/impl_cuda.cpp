@@ -84,9 +84,24 @@ class CudaRowPerThreadImplementation final : public Implementation {
   }
 };
 
+// The kernel with its block-rank path (the decode path of one block per row,
+// one expert per thread) forced on every call with E <= 512, which it can
+// take at any row count; the tier table sends it few rows of some E and k.
+class CudaBlockRankImplementation final : public Implementation {
+ public:
+  std::string name() const override { return "cuda-block-rank"; }
+  std::string description() const override { return "CUDA kernel, block-rank path forced where it can run"; }
+  std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
+  RoutingOutput run(const RoutingCase& c) const override {
+    const bool takes = c.config().experts <= cuda::kRegisterPathMaxExperts;
+    return run_cuda_case(c, {.force_path = takes ? 6 : 0});
+  }
+};
+
 }  // namespace
 
 ImplementationPtr make_cuda_implementation() { return std::make_shared<CudaImplementation>(); }
+ImplementationPtr make_cuda_block_rank_implementation() { return std::make_shared<CudaBlockRankImplementation>(); }
 ImplementationPtr make_cuda_row_per_thread_implementation() {
   return std::make_shared<CudaRowPerThreadImplementation>();
 }

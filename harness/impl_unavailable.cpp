@@ -32,6 +32,10 @@ ImplementationPtr make_cuda_row_per_thread_implementation() {
   return std::make_shared<UnavailableImplementation>(
       "cuda-row-per-thread", "this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)");
 }
+ImplementationPtr make_cuda_block_rank_implementation() {
+  return std::make_shared<UnavailableImplementation>(
+      "cuda-block-rank", "this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)");
+}
 #endif
 
 #ifndef MUSESPARK_HAVE_TORCH

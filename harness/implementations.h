@@ -47,6 +47,7 @@ struct HostDestinations {
 ImplementationPtr make_cpu_implementation();
 ImplementationPtr make_cuda_implementation();
 ImplementationPtr make_cuda_row_per_thread_implementation();
+ImplementationPtr make_cuda_block_rank_implementation();
 ImplementationPtr make_torch_recipe_implementation();
 
 }  // namespace musespark::harness

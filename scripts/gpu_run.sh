@@ -9,7 +9,7 @@
 #   test      ctest -L gpu, then the property suite on the kernel
 #   sanitize  compute-sanitizer memcheck + racecheck on the Sanitizer.* tests
 #   check     musespark check
-#   fuzz      musespark fuzz --impl cuda for FUZZ_SECONDS (300), corpus replay,
+#   fuzz      musespark fuzz --impl FUZZ_IMPL (cuda) for FUZZ_SECONDS (300), corpus replay,
 #             the Python export / op / verify round trip
 #   perf      routing_benchmark on PERF_PRESET (anchor), rendered against the anchor CSV
 #   ab        the same preset on the kernel of .baseline/ (scripts/make_baseline.sh
@@ -118,10 +118,12 @@ for step in "${steps[@]}"; do
       ./build/gpu/harness/musespark check > "$LOGS/check.log" 2>&1 || status=1
       tail -8 "$LOGS/check.log" | tee -a "$OUT/summary.log" ;;
     fuzz)
-      log "musespark fuzz --impl cuda --seconds ${FUZZ_SECONDS:-300} --seed ${FUZZ_SEED:-1}"
-      ./build/gpu/harness/musespark fuzz --impl cuda --seconds "${FUZZ_SECONDS:-300}" --seed "${FUZZ_SEED:-1}" \
-        --json "$OUT/fuzz_cuda.json" --out-dir "$WORK/fuzz-failures" > "$LOGS/fuzz_cuda.log" 2>&1 || status=1
-      tail -2 "$LOGS/fuzz_cuda.log" | tee -a "$OUT/summary.log"
+      # FUZZ_IMPL: another implementation, e.g. cuda-block-rank (a path forced).
+      fuzz_impl=${FUZZ_IMPL:-cuda}
+      log "musespark fuzz --impl $fuzz_impl --seconds ${FUZZ_SECONDS:-300} --seed ${FUZZ_SEED:-1}"
+      ./build/gpu/harness/musespark fuzz --impl "$fuzz_impl" --seconds "${FUZZ_SECONDS:-300}" --seed "${FUZZ_SEED:-1}" \
+        --json "$OUT/fuzz_$fuzz_impl.json" --out-dir "$WORK/fuzz-failures" > "$LOGS/fuzz_$fuzz_impl.log" 2>&1 || status=1
+      tail -2 "$LOGS/fuzz_$fuzz_impl.log" | tee -a "$OUT/summary.log"
       log "corpus replay on cuda"
       ./build/gpu/harness/musespark replay --impl cuda corpus/*.safetensors > "$LOGS/corpus_cuda.log" 2>&1 || status=1
       echo "corpus cases passing: $(grep -c PASS "$LOGS/corpus_cuda.log") of $(ls corpus/*.safetensors | wc -l)" | tee -a "$OUT/summary.log"
