@@ -69,41 +69,42 @@ class CudaImplementation final : public Implementation {
   RoutingOutput run(const RoutingCase& c) const override { return run_cuda_case(c); }
 };
 
-// The kernel with its row-per-thread path forced on every call that path can
-// take (the rest dispatched as usual), so that the fuzzer and the property
-// suite reach it at any batch size, not only where the tier table sends it.
-class CudaRowPerThreadImplementation final : public Implementation {
+// The kernel with one of its paths forced on every call that path can take
+// (the rest dispatched as usual), so that the fuzzer and the property suite
+// reach it at any size, not only where the tier table sends it.
+class CudaForcedPathImplementation final : public Implementation {
  public:
-  std::string name() const override { return "cuda-row-per-thread"; }
-  std::string description() const override { return "CUDA kernel, row-per-thread path forced where it can run"; }
+  using Takes = bool (*)(const RoutingParams&);
+  CudaForcedPathImplementation(std::string name, std::string description, int path, Takes takes)
+      : name_(std::move(name)), description_(std::move(description)), path_(path), takes_(takes) {}
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
   std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
   RoutingOutput run(const RoutingCase& c) const override {
     const CudaCase dev(c);
-    const bool takes = cuda::thread_row_unsupported(dev.params()) == nullptr;
-    return run_cuda_case(dev, {.force_path = takes ? 5 : 0});
+    return run_cuda_case(dev, {.force_path = takes_(dev.params()) ? path_ : 0});
   }
-};
 
-// The kernel with its block-rank path (the decode path of one block per row,
-// one expert per thread) forced on every call with E <= 512, which it can
-// take at any row count; the tier table sends it few rows of some E and k.
-class CudaBlockRankImplementation final : public Implementation {
- public:
-  std::string name() const override { return "cuda-block-rank"; }
-  std::string description() const override { return "CUDA kernel, block-rank path forced where it can run"; }
-  std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
-  RoutingOutput run(const RoutingCase& c) const override {
-    const bool takes = c.config().experts <= cuda::kRegisterPathMaxExperts;
-    return run_cuda_case(c, {.force_path = takes ? 6 : 0});
-  }
+ private:
+  std::string name_, description_;
+  int path_;
+  Takes takes_;
 };
 
 }  // namespace
 
 ImplementationPtr make_cuda_implementation() { return std::make_shared<CudaImplementation>(); }
-ImplementationPtr make_cuda_block_rank_implementation() { return std::make_shared<CudaBlockRankImplementation>(); }
 ImplementationPtr make_cuda_row_per_thread_implementation() {
-  return std::make_shared<CudaRowPerThreadImplementation>();
+  return std::make_shared<CudaForcedPathImplementation>(
+      "cuda-row-per-thread", "CUDA kernel, row-per-thread path forced where it can run", 5,
+      [](const RoutingParams& p) { return cuda::thread_row_unsupported(p) == nullptr; });
+}
+// The block-rank path (one block per row, one expert per thread) takes any
+// row count up to 512 experts; the tier table sends it few rows of some E, k.
+ImplementationPtr make_cuda_block_rank_implementation() {
+  return std::make_shared<CudaForcedPathImplementation>(
+      "cuda-block-rank", "CUDA kernel, block-rank path forced where it can run", 6,
+      [](const RoutingParams& p) { return p.num_experts <= cuda::kRegisterPathMaxExperts; });
 }
 
 }  // namespace musespark::harness
