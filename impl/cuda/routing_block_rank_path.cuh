@@ -105,12 +105,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     // ---- 2. the warp's ranking: experts above mine among the warp's 32 -----
     // Empty lanes (ord 0) rank below every expert, among themselves by lane,
     // so the ranks are 0..31 and the first kc of each list are all written.
-    int rank = 0;
-#pragma unroll
-    for (int src = 0; src < 32; ++src) {
-      const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, ord, src);
-      rank += (o > ord || (o == ord && src < lane)) ? 1 : 0;
-    }
+    const int rank = warp_rank_by_ord(ord, 32);
     if (rank < kc) {
       cand_key[warp * kc + rank] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
       cand_score[warp * kc + rank] = s[0];

@@ -143,6 +143,23 @@ __device__ __forceinline__ RoundPick group_round_pick(std::uint32_t ord, std::ui
   return {best, winner, best != 0 && mine == winner};
 }
 
+// How many of lanes [0, holders) hold an entry above this lane's in the key
+// order, for entries whose order among equal ords is their lanes' order (a
+// lane's own expert, experts growing with the lane): ord descending, then
+// lane ascending. One shuffle per holder, all independent, where rounds
+// would chain two reductions each. No unroll pragma: the compiler unrolls
+// a constant `holders` and keeps a variable one a loop (a pragma made the
+// E <= 32 ranking kernel's variable loop twice the code).
+__device__ __forceinline__ int warp_rank_by_ord(std::uint32_t ord, int holders) {
+  const int lane = threadIdx.x % 32;
+  int rank = 0;
+  for (int src = 0; src < holders; ++src) {
+    const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, ord, src);
+    rank += (o > ord || (o == ord && src < lane)) ? 1 : 0;
+  }
+  return rank;
+}
+
 // A lane's best of its P experts (the k = 1 forms): ord_of(i) as above.
 // The experts are visited in increasing index order, so a strict compare
 // keeps the lower index among equal keys, as the key order does.

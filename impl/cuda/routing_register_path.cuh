@@ -153,12 +153,7 @@ __device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const 
                                                      float& selected_sum) {
   const int lane = threadIdx.x % 32;
   const std::uint32_t ord = valid[0] ? rm::ordered_score(q[0]) + 1u : 0u;
-  const int holders = E < 32 ? E : 32;  // warp-uniform
-  int rank = 0;
-  for (int src = 0; src < holders; ++src) {
-    const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, ord, src);
-    rank += (o > ord || (o == ord && src < lane)) ? 1 : 0;
-  }
+  const int rank = warp_rank_by_ord(ord, E < 32 ? E : 32);  // only lanes holding an expert are compared
   __syncwarp();  // the previous row's readers of the scratch are done
   if (ord != 0u && rank < k) sc.expert[rank] = lane, sc.score[rank] = s[0];
   __syncwarp();
