@@ -1,7 +1,7 @@
 """Regression check of one run against a baseline run, aware of noise, and
 the summary of the time ratio per tokens value (or any other axis)."""
 
-import math
+from .render import geomean
 
 
 def regressions(new_cells, base_cells, threshold, impl=None):
@@ -66,6 +66,6 @@ def ratio_by(new_cells, base_cells, impl=None, group="tokens", where=None):
             groups.setdefault(g, []).append(r)
     out = {}
     for g, rs in groups.items():
-        gm = math.exp(sum(math.log(r) for r in rs) / len(rs))
+        gm = geomean(rs)
         out[g] = (gm, len(rs), sum(r < 0.97 for r in rs), sum(r > 1.03 for r in rs))
     return out

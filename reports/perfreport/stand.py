@@ -3,13 +3,9 @@ the anchor's upstream kernel per tokens value, the cells slower than it,
 decode times against a per-call target, large batches as a share of the
 copy floor, and the speedup over the torch recipe run in the same process.
 docs/performance.md's stand table is this output."""
-import math
+from .render import geomean
 
 SLOW_MARGIN = 0.97  # "slower by more than 3%": speedup below this
-
-
-def _geomean(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
 
 def stand(cells, anchor_cells, context, impl="cuda", upstream="seed-triton", recipe="torch-recipe",
@@ -32,7 +28,7 @@ def stand(cells, anchor_cells, context, impl="cuda", upstream="seed-triton", rec
             slow.append((base, c.median_us, other.median_us, s))
     tokens_rows = {}
     for g, ss in by_tokens.items():
-        tokens_rows[g] = {"geomean": _geomean(ss), "min": min(ss), "max": max(ss), "cells": len(ss),
+        tokens_rows[g] = {"geomean": geomean(ss), "min": min(ss), "max": max(ss), "cells": len(ss),
                           "slower": sum(s < 1.0 for s in ss), "slower_3pct": sum(s < SLOW_MARGIN for s in ss)}
     decode = [c.median_us for base, c in mine.items() if base[0] <= decode_max_tokens]
     floor_pct = {}
@@ -52,7 +48,7 @@ def stand(cells, anchor_cells, context, impl="cuda", upstream="seed-triton", rec
                    "over_target": sum(d > decode_target_us for d in decode), "target_us": decode_target_us},
         "floor_pct": {d: (min(v), max(v), len(v)) for d, v in floor_pct.items()},
         "launch_floor_us": context.get("launch_floor_us"),
-        "recipe": (_geomean(recipe_speedups), min(recipe_speedups)) if recipe_speedups else None,
+        "recipe": (geomean(recipe_speedups), min(recipe_speedups)) if recipe_speedups else None,
     }
 
 
