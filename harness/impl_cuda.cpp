@@ -107,4 +107,13 @@ ImplementationPtr make_cuda_block_rank_implementation() {
       [](const RoutingParams& p) { return p.num_experts <= cuda::kRegisterPathMaxExperts; });
 }
 
+// The filter path takes E = 64, 128, 256, 384 and 512 with k <= 8 and
+// vector-loadable logits, at any row count; the tier table sends it large
+// batches.
+ImplementationPtr make_cuda_filter_implementation() {
+  return std::make_shared<CudaForcedPathImplementation>(
+      "cuda-filter", "CUDA kernel, filter path forced where it can run", 7,
+      [](const RoutingParams& p) { return cuda::filter_unsupported(p) == nullptr; });
+}
+
 }  // namespace musespark::harness

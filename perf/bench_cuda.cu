@@ -207,6 +207,7 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   cuda::LaunchOptions lo;
   lo.enable_pdl = options.pdl;
   lo.force_path = options.force_path;
+  lo.filter_rows = options.filter_rows;
   lo.force_round_selection = options.force_round_selection;
   lo.force_threshold_selection = options.force_threshold_selection;
   check_cuda(cuda::launch_routing(p, stream, lo), "launch");

@@ -15,6 +15,7 @@ struct BenchOptions {
   bool pdl = true;
   int graph_launches = 20; // launches captured in the CUDA graph that is replayed
   int force_path = 0;      // cuda::LaunchOptions::force_path, for tuning the tier table
+  int filter_rows = 0;     // cuda::LaunchOptions::filter_rows
   bool force_round_selection = false;  // cuda::LaunchOptions::force_round_selection
   bool force_threshold_selection = false;  // cuda::LaunchOptions::force_threshold_selection
 };

@@ -9,8 +9,10 @@
 //   --no-pdl          launch without programmatic dependent launch
 //   --graph-launches=N  launches per replayed graph (default 20)
 //   --force-path=N    1 register path, 2 shared-memory path, 3 register path with scalar loads,
-//                     4 split-row path, 5 row-per-thread path, 6 block-rank path (tier-table
-//                     tuning; cells the forced path cannot run are reported as errors)
+//                     4 split-row path, 5 row-per-thread path, 6 block-rank path, 7 filter
+//                     path (tier-table tuning; cells the forced path cannot run are reported
+//                     as errors)
+//   --filter-rows=N   filter path: rows per warp task, 1-32 (default: the launch chooses)
 //   --force-rounds    register path: select by rounds, never by the threshold filter
 //   --force-threshold register path: threshold selection at any row count (warp-per-row tiers, 8+ experts per lane)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
     else if (take_flag(argv[i], "--no-pdl", &v)) options.pdl = false;
     else if (take_flag(argv[i], "--graph-launches", &v)) options.graph_launches = std::stoi(v);
     else if (take_flag(argv[i], "--force-path", &v)) options.force_path = std::stoi(v);
+    else if (take_flag(argv[i], "--filter-rows", &v)) options.filter_rows = std::stoi(v);
     else if (take_flag(argv[i], "--force-rounds", &v)) options.force_round_selection = true;
     else if (take_flag(argv[i], "--force-threshold", &v)) options.force_threshold_selection = true;
     else if (bool taken = false; [&] {
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("pdl", options.pdl ? "on" : "off");
   benchmark::AddCustomContext("graph_launches", std::to_string(options.graph_launches));
   benchmark::AddCustomContext("force_path", std::to_string(options.force_path));
+  benchmark::AddCustomContext("filter_rows", std::to_string(options.filter_rows));
   benchmark::AddCustomContext("selection", options.force_round_selection       ? "rounds (forced)"
                                           : options.force_threshold_selection ? "threshold where the tier has it (forced)"
                                                                               : "automatic");

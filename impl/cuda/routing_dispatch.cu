@@ -67,16 +67,37 @@ KernelParams to_kernel_params(const RoutingParams& p) {
 
 }  // namespace
 
-const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes) {
-  if (kp.num_experts % 16 != 0) return "num_experts is not a multiple of 16";
-  if (kp.num_experts > 512) return "num_experts > 512";
-  if (kp.topk > 8) return "topk > 8";
+namespace {
+
+// The layout the vectorized large-batch paths load: 16-byte vectors of
+// logits along a row, and of the bias.
+const char* vector_layout_unsupported(const KernelParams& kp, int logit_bytes) {
   if (kp.logits_col_stride != 1) return "the logits are not contiguous along the experts";
   if (reinterpret_cast<std::uintptr_t>(kp.logits) % 16 != 0) return "the logits are not 16-byte aligned";
   if (kp.num_tokens > 1 && (kp.logits_row_stride * logit_bytes) % 16 != 0)
     return "the logits row stride is not a multiple of 16 bytes";
   if (reinterpret_cast<std::uintptr_t>(kp.bias) % 16 != 0) return "the bias is not 16-byte aligned";
   return nullptr;
+}
+
+}  // namespace
+
+const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes) {
+  if (kp.num_experts % 16 != 0) return "num_experts is not a multiple of 16";
+  if (kp.num_experts > 512) return "num_experts > 512";
+  if (kp.topk > 8) return "topk > 8";
+  return vector_layout_unsupported(kp, logit_bytes);
+}
+
+const char* filter_unsupported(const KernelParams& kp, int logit_bytes) {
+  const int E = kp.num_experts;
+  if (E != 64 && E != 128 && E != 256 && E != 384 && E != 512) return "num_experts is not 64, 128, 256, 384 or 512";
+  if (kp.topk > kFilterMaxTopK) return "topk > 8";
+  return vector_layout_unsupported(kp, logit_bytes);
+}
+
+const char* filter_unsupported(const RoutingParams& p) {
+  return filter_unsupported(to_kernel_params(p), static_cast<int>(dtype_size(p.logits_dtype)));
 }
 
 const char* thread_row_unsupported(const RoutingParams& p) {
@@ -89,8 +110,10 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   if (p.num_experts > kSharedPathMaxExperts)
     fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
   if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
-  if (options.force_path < 0 || options.force_path > 6)
-    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4, 5 or 6");
+  if (options.force_path < 0 || options.force_path > 7)
+    fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4, 5, 6 or 7");
+  if (options.filter_rows < 0 || options.filter_rows > kFilterMaxRows)
+    fail("LaunchOptions::filter_rows = ", options.filter_rows, " is not in [0, ", kFilterMaxRows, "]");
   if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4 || options.force_path == 6) {
     if (p.num_experts > kRegisterPathMaxExperts)
       fail(options.force_path == 4   ? "the split-row path"
@@ -105,6 +128,10 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   if (options.force_path == 5) {
     if (const char* why = thread_row_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype))))
       fail("the row-per-thread path was forced but ", why);
+  }
+  if (options.force_path == 7) {
+    if (const char* why = filter_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype))))
+      fail("the filter path was forced but ", why);
   }
 
   const bool pdl = options.enable_pdl && device_supports_pdl();

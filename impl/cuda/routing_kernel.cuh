@@ -15,7 +15,10 @@
 //    per row, scores staged in shared memory, block-wide rounds;
 //  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
 //    one to four lanes per row, a threshold from per-bucket maxima and exact
-//    sorted lists of the experts that reach it.
+//    sorted lists of the experts that reach it;
+//  * the filter path (large batches, E = 64, 128, 256, 384 or 512, k <= 8):
+//    a warp filters its rows' candidates from estimated scores, one row at
+//    a time, then each lane ranks one row's candidates by exact scores.
 // The register and split-row kernels are compiled once per normalization,
 // and the E <= 32 tier has a kernel of its own that ranks rows with k >= 5:
 // decode time follows the code a kernel carries (docs/performance.md).
@@ -57,6 +60,7 @@ struct KernelParams {
   bool ids_int64;
   bool threshold_select;       // register path, G = 32: try threshold selection first
   bool rank_select;            // launch only: the E <= 32 tier's ranking kernel for k >= 5 (off for forced rounds)
+  std::int32_t filter_rows;    // filter path: rows per warp task (1-32), set by its launch
 };
 
 struct LaunchOptions {
@@ -67,8 +71,12 @@ struct LaunchOptions {
   // 1 = register path (E <= 512), 2 = shared-memory path, 3 = register path
   // with scalar loads even when vector loads are possible, 4 = split-row
   // path (E <= 512), 5 = row-per-thread path (thread_row_unsupported says
-  // when it cannot run), 6 = block-rank path (E <= 512).
+  // when it cannot run), 6 = block-rank path (E <= 512), 7 = filter path
+  // (filter_unsupported says when it cannot run).
   int force_path = 0;
+  // Filter path: rows per warp task (1-32); 0 lets the launch choose. For
+  // tuning.
+  int filter_rows = 0;
   // Register path: select every row by k group-wide rounds, never by the
   // threshold filter or the ranking, for tests that prove the selections agree.
   bool force_round_selection = false;
@@ -81,11 +89,17 @@ struct LaunchOptions {
 constexpr std::int64_t kRegisterPathMaxExperts = 512;
 constexpr std::int64_t kSharedPathMaxExperts = 16384;
 constexpr std::int64_t kMaxTopK = 64;
+constexpr int kFilterMaxTopK = 8;   // filter path: the sorted list a lane keeps
+constexpr int kFilterMaxRows = 32;  // filter path: rows of a warp task, one per lane when ranked
 
 // Why the row-per-thread path cannot take `kp` (logits of `logit_bytes`
 // each), or nullptr when it can.
 const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes);
 const char* thread_row_unsupported(const RoutingParams& p);
+
+// Why the filter path cannot take `kp`, or nullptr when it can.
+const char* filter_unsupported(const KernelParams& kp, int logit_bytes);
+const char* filter_unsupported(const RoutingParams& p);
 
 // Validates `p` (device kCuda), then launches on `stream`. Allocation-free
 // and free of host synchronization, so it can be captured in a CUDA graph.

@@ -7,6 +7,7 @@
 
 #include "routing_kernel_common.cuh"
 #include "routing_block_rank_path.cuh"
+#include "routing_filter_path.cuh"
 #include "routing_register_path.cuh"
 #include "routing_split_row_path.cuh"
 #include "routing_thread_row_path.cuh"
@@ -315,6 +316,47 @@ cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool 
   }
 }
 
+// Filter path: rows per warp task. A task's rows are filtered one after
+// another and ranked one per lane, so more rows per task make phase B's
+// lanes busier, and fewer make more tasks to spread over the SMs: R = T /
+// 2048 (2048 tasks, about 16 warps on each of 132 SMs) within [4, 32].
+inline int filter_rows_for(std::int64_t rows, int requested) {
+  if (requested > 0) return requested;
+  const std::int64_t r = rows / 2048;
+  return static_cast<int>(r < 4 ? 4 : (r > kFilterMaxRows ? kFilterMaxRows : r));
+}
+
+template <typename T, int P, int K>
+cudaError_t launch_filter_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  constexpr int kVec = register_tier_vector<T, P>();
+  const std::int64_t tasks = (kp.num_tokens + kp.filter_rows - 1) / kp.filter_rows;
+  const unsigned blocks = grid_for((tasks + kFilterWarps - 1) / kFilterWarps);
+  if (kp.softmax)
+    return launch_kernel(route_filter_kernel<T, P, kVec, K, true>, blocks, 0, stream, pdl, kp, kFilterBlockThreads);
+  return launch_kernel(route_filter_kernel<T, P, kVec, K, false>, blocks, 0, stream, pdl, kp, kFilterBlockThreads);
+}
+
+template <typename T, int P>
+cudaError_t launch_filter_lists(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.topk == 1) return launch_filter_tier<T, P, 1>(kp, stream, pdl);
+  if (kp.topk <= 4) return launch_filter_tier<T, P, 4>(kp, stream, pdl);
+  return launch_filter_tier<T, P, 8>(kp, stream, pdl);
+}
+
+// The caller has checked filter_unsupported (E = 32 * P, k <= 8).
+template <typename T>
+cudaError_t launch_filter(const KernelParams& kp_in, cudaStream_t stream, bool pdl, int requested_rows) {
+  KernelParams kp = kp_in;
+  kp.filter_rows = filter_rows_for(kp.num_tokens, requested_rows);
+  switch (kp.num_experts) {
+    case 64: return launch_filter_lists<T, 2>(kp, stream, pdl);
+    case 128: return launch_filter_lists<T, 4>(kp, stream, pdl);
+    case 256: return launch_filter_lists<T, 8>(kp, stream, pdl);
+    case 384: return launch_filter_lists<T, 12>(kp, stream, pdl);
+    default: return launch_filter_lists<T, 16>(kp, stream, pdl);
+  }
+}
+
 // Where the block-rank path runs (one block per row, one expert per
 // thread, no selection rounds in the row's chain). Measured on the H200
 // against the tier table before it, anchor grid, T = 1-128
@@ -437,6 +479,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   kp.rank_select = !options.force_round_selection;
+  if (options.force_path == 7) return launch_filter<T>(kp, stream, pdl, options.filter_rows);
   if (options.force_path == 5 ||
       (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);

@@ -5,10 +5,17 @@
 //    map the host uses;
 //  - sigmoid_in_range (the reciprocal without its range checks) against
 //    sigmoid, for every x > kSigmoidInRangeMin, NaN included.
+// and the estimates of the filter path against the bounds its margin is
+// derived from (routing_filter_path.cuh): sigmoid_estimate within
+// kSigmoidEstimateMaxError of sigmoid on every float (NaN exactly where
+// sigmoid is NaN), reciprocal_estimate within kReciprocalEstimateMaxRelError
+// (relative) on every float in [1, 2^24]. The largest error seen is printed.
 // A failure prints the first mismatches as bit patterns.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -71,6 +78,49 @@ __global__ void check_sigmoid_in_range(Mismatches* m, unsigned long long* checke
   atomicAdd(checked, mine);
 }
 
+// The largest error seen, as the bits of a non-negative double (whose
+// integer order is its numeric order).
+__device__ void record_error(unsigned long long* worst, double err) {
+  atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(err)));
+}
+
+__global__ void check_sigmoid_estimate(Mismatches* m, unsigned long long* worst) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  double mine = 0.0;
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(i);
+    const float x = __uint_as_float(bits);
+    const float got = rm::sigmoid_estimate(x), want = rm::sigmoid(x);
+    if (isnan(got) || isnan(want)) {
+      if (isnan(got) != isnan(want)) record(m, bits, __float_as_uint(got), __float_as_uint(want));
+      continue;
+    }
+    const double err = fabs(static_cast<double>(got) - static_cast<double>(want));
+    mine = fmax(mine, err);
+    if (!(err <= static_cast<double>(rm::kSigmoidEstimateMaxError)))
+      record(m, bits, __float_as_uint(got), __float_as_uint(want));
+  }
+  record_error(worst, mine);
+}
+
+__global__ void check_reciprocal_estimate(Mismatches* m, unsigned long long* worst) {
+  constexpr std::uint32_t kFirst = 0x3F800000u, kLast = 0x4B800000u;  // 1 and 2^24
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  double mine = 0.0;
+  for (std::uint64_t i = kFirst + blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i <= kLast;
+       i += stride) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(i);
+    const float s = __uint_as_float(bits);
+    const float r = rm::reciprocal_estimate(s);
+    const double err = fabs(static_cast<double>(r) * static_cast<double>(s) - 1.0);
+    mine = fmax(mine, err);
+    if (!(err <= static_cast<double>(rm::kReciprocalEstimateMaxRelError)))
+      record(m, bits, __float_as_uint(r), __float_as_uint(__frcp_rn(s)));
+  }
+  record_error(worst, mine);
+}
+
 std::string describe_mismatches(const Mismatches& m) {
   std::ostringstream out;
   out << m.count << " inputs differ; the first:";
@@ -117,6 +167,41 @@ TEST(DeviceRoutingMath, SigmoidInRangeEqualsSigmoidAboveItsMinimum) {
   // Every positive float (2^31 - 2^23 numbers and 2^23 - 1 NaNs, +inf), the
   // negative ones above -64 and the negative NaNs: far more than 2^31.
   EXPECT_GT(n, 1ull << 31) << "the sweep did not cover the range";
+  EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
+}
+
+// Runs check(mismatches, worst) and returns the mismatches; the largest
+// error lands in `worst`.
+template <typename Launch>
+Mismatches run_error_check(Launch launch, double& worst) {
+  unsigned long long* dev_worst = nullptr;
+  EXPECT_EQ(cudaMalloc(&dev_worst, sizeof *dev_worst), cudaSuccess);
+  EXPECT_EQ(cudaMemset(dev_worst, 0, sizeof *dev_worst), cudaSuccess);
+  const Mismatches m = run_check([&](Mismatches* d) { launch(d, dev_worst); });
+  unsigned long long bits = 0;
+  EXPECT_EQ(cudaMemcpy(&bits, dev_worst, sizeof bits, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(dev_worst);
+  std::memcpy(&worst, &bits, sizeof worst);
+  return m;
+}
+
+TEST(DeviceRoutingMath, SigmoidEstimateIsWithinItsBoundOnEveryFloat) {
+  SKIP_WITHOUT_GPU();
+  double worst = 0.0;
+  const Mismatches m =
+      run_error_check([](Mismatches* d, unsigned long long* w) { check_sigmoid_estimate<<<kBlocks, kThreads>>>(d, w); },
+                      worst);
+  std::printf("sigmoid_estimate: largest |error| %.3g (2^%.2f), bound 2^-20\n", worst, std::log2(worst));
+  EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
+}
+
+TEST(DeviceRoutingMath, ReciprocalEstimateIsWithinItsBoundOnSoftmaxSums) {
+  SKIP_WITHOUT_GPU();
+  double worst = 0.0;
+  const Mismatches m = run_error_check(
+      [](Mismatches* d, unsigned long long* w) { check_reciprocal_estimate<<<kBlocks, kThreads>>>(d, w); }, worst);
+  std::printf("reciprocal_estimate on [1, 2^24]: largest relative error %.3g (2^%.2f), bound 2^-22\n", worst,
+              std::log2(worst));
   EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
 }
 

@@ -1,0 +1,264 @@
+// Filter path of the router kernel, for large batches: E = 32 * P with P in
+// {2, 4, 8, 12, 16} (E = 64, 128, 256, 384, 512), k <= 8, logits contiguous
+// along the experts and 16-byte aligned (filter_unsupported names what it
+// needs).
+//
+// Why. Large batches are bound by instruction issue, not by memory
+// (docs/performance.md): with one warp per row the exact score of every
+// expert (about fourteen instructions for the sigmoid) and every per-row
+// step of the selection (tau, ranking, slot writes, stores) are whole-warp
+// instructions. Here a warp works on R <= 32 rows in two phases:
+//  A. One row at a time, the whole warp (one expert per lane and register,
+//     as the register path lays them out): an estimate qa of each expert's
+//     selection input from the hardware's exp2 and reciprocal estimates
+//     (four instructions), tau = the k-th largest of the 32 lanes' maxima
+//     of qa (k redux.sync rounds), and the experts with qa >= tau - margin,
+//     the candidates, compacted into the row's slice of shared memory with
+//     their logit (sigmoid) or exact exp term (softmax). A row with more
+//     than kFilterCandidates candidates (ties en masse, constant rows) is
+//     selected at once, exactly, by the register path's round selection.
+//  B. One row per lane: the lane scores its row's candidates exactly (the
+//     functions every path uses, so the same bits), keeps the k best in a
+//     sorted list of 64-bit selection keys and writes the row's outputs. A
+//     per-row step now costs a thirty-second of a warp instruction.
+//
+// Why the candidates hold the top k (the margin). Let q be the exact
+// selection input and qa its estimate; both are NaN for the same experts.
+// Suppose |qa - q| <= d for every other expert. tau is the k-th largest
+// lane maximum of qa: k distinct experts reach it, so the k-th largest qa
+// of the row is >= tau, and then the k-th largest q is >= tau - d. An
+// expert of the top k has q >= that, so qa >= tau - 2d: it is a candidate
+// whenever margin >= 2d. (When fewer than k lanes hold a number, or the
+// margin is not finite, every expert is a candidate.) The bound d:
+//  - sigmoid: p = sigmoid(x), pa = sigmoid_estimate(x), |pa - p| <= 2^-20
+//    (kSigmoidEstimateMaxError, tested on every float); q = fl(p + b) and
+//    qa = fl(pa + b) each round by at most half an ulp of a value below
+//    2 + |b| in magnitude, 2^-23 (1 + |b|) together. d <= 2^-20 + 2^-23
+//    (1 + B) with B the largest |b| of the bias.
+//  - softmax: p = softmax_share(t, S) is t / S to within an ulp (2^-23, as
+//    p <= 1); qa = fma(t, r, b) with r = reciprocal_estimate(S), |r S - 1|
+//    <= 2^-22 (tested on every S in [1, 2^24], the sums a row can have), so
+//    |t r - t / S| <= 2^-22 (t <= 1 <= S); with the two roundings, d <=
+//    2^-22 + 2^-23 + 2^-23 (1 + B).
+// Both are below 2^-19 (1 + B); margin = 2^-17 (1 + B) is twice 2d, which
+// also covers the roundings of computing margin and tau - margin (each
+// within 2^-23 relative of values below 2 + B). B, an fmax over the bias,
+// drops NaN entries (their experts' q is NaN either way).
+//
+// The result is then the same as every other path's, bit for bit: the
+// same exact scores, the same total order of 64-bit keys (NaN lowest, the
+// lower index first among equal q), the slot-order sum from 0.
+#pragma once
+
+#include "routing_kernel_common.cuh"
+#include "routing_lane_scores.cuh"
+#include "routing_register_path.cuh"  // round_select, for rows with too many candidates
+
+namespace musespark::cuda {
+
+constexpr int kFilterBlockThreads = 128;
+constexpr int kFilterWarps = kFilterBlockThreads / 32;
+constexpr int kFilterCandidates = 32;  // per row; more are selected in phase A
+
+// Row codes in FilterScratch::count besides a candidate count.
+constexpr int kFilterRowPadded = -1;
+constexpr int kFilterRowDone = -2;  // selected and written in phase A
+
+// A warp's rows between the phases. The +1 pitches put lane L's row on
+// bank L + j when the lanes read their own rows in phase B.
+struct FilterScratch {
+  float value[kFilterMaxRows][kFilterCandidates + 1];                  // logit x (sigmoid) or exp term (softmax)
+  std::uint16_t expert[kFilterMaxRows][kFilterCandidates + 2];         // E <= 512
+  float row_sum[kFilterMaxRows];                                       // softmax: the row's sum (NaN for a NaN row)
+  int count[kFilterMaxRows];                                           // candidates, or a row code
+};
+
+// The margin of the header comment from B = the largest |bias|.
+__device__ __forceinline__ float filter_margin(float max_abs_bias) { return 0x1p-17f * (1.0f + max_abs_bias); }
+
+// Inserts `key` (with its unbiased score) into a descending list of K
+// 64-bit selection keys; keys are unique, 0 means empty.
+template <int K>
+__device__ __forceinline__ void insert_key(std::uint64_t (&top)[K], float (&top_score)[K], std::uint64_t key,
+                                           float score) {
+  bool above[K];
+#pragma unroll
+  for (int m = 0; m < K; ++m) above[m] = key > top[m];
+#pragma unroll
+  for (int m = K - 1; m > 0; --m) {
+    top[m] = above[m - 1] ? top[m - 1] : (above[m] ? key : top[m]);
+    top_score[m] = above[m - 1] ? top_score[m - 1] : (above[m] ? score : top_score[m]);
+  }
+  top[0] = above[0] ? key : top[0];
+  top_score[0] = above[0] ? score : top_score[0];
+}
+
+// Phase B for the calling lane's row: the exact top k of its candidates,
+// then the outputs. Candidates number at least k (see above).
+template <int K, bool kSoftmax>
+__device__ __forceinline__ void filter_rank_row(const KernelParams& p, const FilterScratch& sc, int r,
+                                                std::int64_t row) {
+  const int n = sc.count[r];
+  const int k = p.topk;
+  if (n == kFilterRowPadded) {
+    for (int j = 0; j < k; ++j) store_slot(p, row, j, 0.0f, -1);
+    return;
+  }
+  if (n == kFilterRowDone) return;
+  std::uint64_t top[K];
+  float top_score[K];
+#pragma unroll
+  for (int m = 0; m < K; ++m) top[m] = 0, top_score[m] = 0.0f;
+  const float sum = kSoftmax ? sc.row_sum[r] : 0.0f;
+  for (int j = 0; j < n; ++j) {
+    const float v = sc.value[r][j];
+    const std::uint32_t e = sc.expert[r][j];
+    const float s = kSoftmax ? rm::softmax_share(v, sum) : rm::sigmoid(v);
+    insert_key<K>(top, top_score, rm::selection_key(s + __ldg(p.bias + e), e), s);
+  }
+  float selected_sum = 0.0f;
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+    if (m < k) selected_sum += top_score[m];
+  const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+#pragma unroll
+  for (int m = 0; m < K; ++m)
+    if (m < k)
+      store_slot(p, row, m, rm::routing_weight(top_score[m], denominator, p.route_scale),
+                 static_cast<std::int32_t>(rm::key_expert(top[m])));
+}
+
+// The launch sets p.filter_rows (R) and a grid of warps that each take
+// tasks of R consecutive rows.
+template <typename T, int P, int V, int K, bool kSoftmax>
+__global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const KernelParams p) {
+  static_assert(P % V == 0 && K <= kFilterMaxTopK, "filter tier shape");
+  constexpr int kBiasVec = V < 4 ? V : 4;
+  __shared__ FilterScratch scratch[kFilterWarps];
+
+  pdl_wait();
+  pdl_launch_dependents();  // see the register path
+
+  const int lane = threadIdx.x % 32;
+  FilterScratch& sc = scratch[threadIdx.x / 32];
+  auto expert_of = [lane](int i) { return ((i / V) * 32 + lane) * V + i % V; };
+  const int k = p.topk;
+  const int R = p.filter_rows;
+
+  // The bias and the margin, once per warp: every register holds an expert
+  // (E = 32 * P).
+  float b[P];
+#pragma unroll
+  for (int c = 0; c < P / kBiasVec; ++c) {
+    const Vec<float, kBiasVec> vec = *reinterpret_cast<const Vec<float, kBiasVec>*>(p.bias + expert_of(c * kBiasVec));
+#pragma unroll
+    for (int v = 0; v < kBiasVec; ++v) b[c * kBiasVec + v] = vec.v[v];
+  }
+  float max_abs_bias = 0.0f;
+#pragma unroll
+  for (int i = 0; i < P; ++i) max_abs_bias = fmaxf(max_abs_bias, fabsf(b[i]));
+  const float margin = filter_margin(group_max_f32<32>(max_abs_bias));
+
+  bool valid[P];  // every register holds an expert; liveness is per row and warp-uniform
+#pragma unroll
+  for (int i = 0; i < P; ++i) valid[i] = true;
+
+  const std::int64_t tasks = (p.num_tokens + R - 1) / R;
+  for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kFilterWarps + threadIdx.x / 32; task < tasks;
+       task += static_cast<std::int64_t>(gridDim.x) * kFilterWarps) {
+    const std::int64_t row0 = task * R;
+    const int rows = static_cast<int>(p.num_tokens - row0 < R ? p.num_tokens - row0 : R);
+
+    // ---- phase A: filter the task's rows, one at a time ------------------
+    for (int r = 0; r < rows; ++r) {
+      const std::int64_t row = row0 + r;
+      if (row_is_padded(p, row)) {  // warp-uniform
+        if (lane == 0) sc.count[r] = kFilterRowPadded;
+        continue;
+      }
+      float x[P];
+      load_lane_logits<T, P, V>(p, static_cast<const T*>(p.logits) + row * p.logits_row_stride, valid,
+                                [lane](int c) { return (c * 32 + lane) * V; }, x);
+      float qa[P];
+      std::uint64_t fixed = 0;
+      bool row_nan = false;
+      if constexpr (!kSoftmax) {
+#pragma unroll
+        for (int i = 0; i < P; ++i) qa[i] = rm::sigmoid_estimate(x[i]) + b[i];
+      } else {
+        std::uint32_t has_nan = 0;
+        const float row_max = group_max_f32<32>(lane_softmax_max(x, valid, has_nan));
+        row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
+        fixed = group_sum_u64<32>(lane_softmax_exp(x, valid, row_max));  // x now holds the exp terms
+        const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
+        const float inv = rm::reciprocal_estimate(sum);
+#pragma unroll
+        for (int i = 0; i < P; ++i) qa[i] = fmaf(x[i], inv, b[i]);
+        if (lane == 0) sc.row_sum[r] = sum;
+      }
+
+      // tau: the k-th largest lane maximum of qa, as threshold_select finds it.
+      float lane_max = qa[0];
+#pragma unroll
+      for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, qa[i]);  // NaN dropped
+      std::uint32_t v = rm::ordered_score(lane_max);                  // all NaN -> 0
+      std::uint32_t tau_ord = 0;
+      for (int round = 0; round < k; ++round) {
+        const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
+        tau_ord = m;
+        v = v == m ? 0u : v;
+      }
+      // Not (qa < keep_from): NaN estimates are candidates too, and a NaN bound
+      // (infinite margin) keeps every expert.
+      const float keep_from = tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - margin;
+      int count = 0;
+#pragma unroll
+      for (int i = 0; i < P; ++i) count += !(qa[i] < keep_from) ? 1 : 0;
+      int inclusive = count;
+#pragma unroll
+      for (int off = 1; off < 32; off *= 2) {
+        const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off);
+        if (lane >= off) inclusive += t;
+      }
+      const int n = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+
+      if (n <= kFilterCandidates) {
+        int slot = inclusive - count;
+#pragma unroll
+        for (int i = 0; i < P; ++i) {
+          if (!(qa[i] < keep_from)) {
+            sc.value[r][slot] = x[i];
+            sc.expert[r][slot] = static_cast<std::uint16_t>(expert_of(i));
+            ++slot;
+          }
+        }
+        if (lane == 0) sc.count[r] = n;
+        continue;
+      }
+
+      // Too many candidates: exact scores and the round selection, now.
+      if constexpr (!kSoftmax) {
+        sigmoid_scores(x);
+      } else {
+        softmax_shares(x, fixed, row_nan);
+      }
+      float q[P];
+#pragma unroll
+      for (int i = 0; i < P; ++i) q[i] = x[i] + b[i];
+      std::int32_t slot_id[1] = {};
+      float slot_score[1] = {};
+      float selected_sum = 0.0f;
+      round_select<32, P, V, 1>(q, x, valid, expert_of, k, slot_id, slot_score, selected_sum);
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+      if (lane < k) store_slot(p, row, lane, rm::routing_weight(slot_score[0], denominator, p.route_scale), slot_id[0]);
+      if (lane == 0) sc.count[r] = kFilterRowDone;
+    }
+    __syncwarp();
+
+    // ---- phase B: each lane ranks one row's candidates -------------------
+    if (lane < rows) filter_rank_row<K, kSoftmax>(p, sc, lane, row0 + lane);
+    __syncwarp();  // the next task overwrites the scratch
+  }
+}
+
+}  // namespace musespark::cuda

@@ -1,0 +1,181 @@
+// The filter path (impl/cuda/routing_filter_path.cuh) against the float64
+// reference and, bit for bit, against the register path: on every logits
+// distribution and tier (E = 64-512, k 1-8), with warp tasks of 1 to 32
+// rows, and at the edges of its filter: fewer than k lanes holding a
+// number, more candidates than a row's slice holds (selected in phase A),
+// near ties closer than the estimates' error, a bias so large or infinite
+// that the margin keeps every expert, padded rows between the tasks.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "harness/cuda_case.h"
+#include "musespark/errors.h"
+#include "../test_support.h"
+#include "cuda_test_support.h"
+
+namespace musespark {
+namespace {
+
+using harness::CaseConfig;
+using harness::RoutingCase;
+using harness::RoutingOutput;
+using harness::describe;
+using testing::expect_bitwise_equal;
+
+constexpr int kFilterPath = 7;  // cuda::LaunchOptions::force_path
+constexpr int kRegisterPath = 1;
+
+void expect_reference_and_register_path(const RoutingCase& c, int filter_rows, const std::string& where) {
+  const RoutingOutput filtered = harness::run_cuda_case(c, {.force_path = kFilterPath, .filter_rows = filter_rows});
+  EXPECT_TRUE(testing::Passes(harness::compare_output(c, filtered))) << where;
+  expect_bitwise_equal(filtered, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
+                       "filter vs register path, rows per task " + std::to_string(filter_rows) + ", " + where);
+}
+
+TEST(FilterPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
+      harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
+      harness::LogitsDistribution::kHuge};
+  const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
+  const int rows_per_task[] = {0, 1, 7, 32};  // 0: the launch's choice
+  std::uint64_t i = 0;
+  for (std::int64_t E : {64, 128, 256, 384, 512})
+    for (std::int64_t k : {1, 2, 4, 5, 8})
+      for (auto dist : dists) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = 300;  // not a multiple of any task size but 1
+        cfg.logits = dist;
+        cfg.logits_dtype = dtypes[i % 3];
+        cfg.normalization = i % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.bias = static_cast<harness::BiasDistribution>(i % 6);
+        cfg.padding = i % 4 == 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
+        if (i % 3 == 0) cfg.multiplier = 0.17677669529663687;
+        if (i % 4 == 2) cfg.eps = 1e-15;
+        cfg.route_scale = i % 5 == 0 ? 2.5 : 1.0;
+        cfg.extra_rows = static_cast<std::int64_t>(i % 2);
+        cfg.extra_cols = static_cast<std::int64_t>((i / 2) % 2);
+        cfg.ids_dtype = i % 5 == 0 ? DType::kInt64 : DType::kInt32;
+        cfg.seed = testing::test_seed() * 15485863 + i;
+        const RoutingCase c(cfg);
+        expect_reference_and_register_path(c, rows_per_task[i % 4], describe(cfg));
+        ++i;
+      }
+}
+
+// Rows built for each branch of the filter, 8 rows of each shape, in tasks
+// of 5 rows (shapes straddle the tasks).
+TEST(FilterPath, FilterEdges) {
+  SKIP_WITHOUT_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  constexpr int kShapes = 9;
+  for (std::int64_t E : {64, 256, 512})
+    for (std::int64_t k : {1, 4, 8})
+      for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
+        for (int bias_case = 0; bias_case < 3; ++bias_case) {
+          CaseConfig cfg;
+          cfg.experts = E;
+          cfg.topk = k;
+          cfg.tokens = kShapes * 8;
+          cfg.normalization = norm;
+          cfg.bias = harness::BiasDistribution::kNormal;
+          cfg.padding = harness::PaddingMode::kSparse;
+          cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 100 + k * 10 + bias_case);
+          RoutingCase c(cfg);
+          // 0: a normal bias; 1: |b| = 1e30 on one expert (the margin keeps
+          // every expert but the scores still differ); 2: +inf on one (an
+          // infinite margin).
+          if (bias_case == 1) c.set_bias(E / 3, -1e30f);
+          if (bias_case == 2) c.set_bias(E / 3, inf);
+          for (std::int64_t t = 0; t < cfg.tokens; ++t) {
+            const int shape = static_cast<int>(t / 8);
+            for (std::int64_t e = 0; e < E; ++e) {
+              float x = c.logit(t, e);
+              const float ef = static_cast<float>(e);
+              switch (shape) {
+                case 0: x = e % 32 < k - 1 ? 0.5f : nan; break;             // fewer than k lanes hold a number
+                case 1: x = 1.0f; break;                                     // all tied: too many candidates
+                case 2: x = 2.0f + 1e-7f * static_cast<float>(e % 7); break;  // near ties below the estimates' error
+                case 3: x = e % 3 == 0 ? 3.0f : x; break;                    // exact ties among the best
+                case 4: x = e == E - 1 ? inf : (e % 2 ? -inf : nan); break;  // infinities, NaNs, one +inf
+                case 5: x = -inf; break;                                     // all -inf (softmax: the NaN class)
+                case 6: x = e < 40 ? 5.0f - 1e-6f * ef : -5.0f; break;       // 40 near-equal candidates
+                case 7: x = 80.0f + ef * 1e-3f; break;                       // sigmoid saturated at 1: ties
+                default: break;                                              // a plain random row
+              }
+              c.set_logit(t, e, x);
+            }
+          }
+          expect_reference_and_register_path(c, 5, "edges, bias case " + std::to_string(bias_case) + ", " + describe(cfg));
+        }
+}
+
+// Large batches with the launch's own task size.
+TEST(FilterPath, LargeBatches) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {64, 256, 512}) {
+    CaseConfig cfg;
+    cfg.experts = E;
+    cfg.topk = 8;
+    cfg.tokens = 65600;
+    cfg.logits_dtype = DType::kBFloat16;
+    cfg.normalization = E == 256 ? Normalization::kSoftmax : Normalization::kSigmoid;
+    cfg.padding = harness::PaddingMode::kSparse;
+    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E);
+    expect_reference_and_register_path(RoutingCase(cfg), 0, describe(cfg));
+  }
+}
+
+TEST(FilterPath, ForcedOnAnUnsupportedCallIsAClearError) {
+  SKIP_WITHOUT_GPU();
+  struct Bad {
+    std::int64_t experts, topk;
+    harness::LogitsLayout layout;
+    const char* message;
+  };
+  for (const Bad& bad : {Bad{96, 4, harness::LogitsLayout::kContiguous, "num_experts is not 64, 128, 256, 384 or 512"},
+                         Bad{64, 9, harness::LogitsLayout::kContiguous, "topk > 8"},
+                         Bad{64, 4, harness::LogitsLayout::kColumnStrided, "not contiguous along the experts"}}) {
+    CaseConfig cfg;
+    cfg.experts = bad.experts;
+    cfg.topk = bad.topk;
+    cfg.tokens = 4;
+    cfg.layout = bad.layout;
+    try {
+      (void)harness::run_cuda_case(RoutingCase(cfg), {.force_path = kFilterPath});
+      ADD_FAILURE() << "no error for " << describe(cfg);
+    } catch (const ArgumentError& e) {
+      EXPECT_NE(std::string(e.what()).find(bad.message), std::string::npos) << e.what();
+    }
+  }
+}
+
+// For compute-sanitizer (scripts/gpu_run.sh sanitize): the scratch slices
+// at the largest E, full 32-row tasks and a partial one, padded rows, rows
+// with too many candidates.
+TEST(Sanitizer, FilterPath) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {64, 256, 512}) {
+    CaseConfig cfg;
+    cfg.experts = E;
+    cfg.topk = 8;
+    cfg.tokens = 130;
+    cfg.logits = E == 256 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+    cfg.normalization = E == 512 ? Normalization::kSoftmax : Normalization::kSigmoid;
+    cfg.padding = harness::PaddingMode::kSparse;
+    const RoutingCase c(cfg);
+    EXPECT_TRUE(testing::Passes(
+        harness::compare_output(c, harness::run_cuda_case(c, {.force_path = kFilterPath, .filter_rows = 32}))))
+        << describe(cfg);
+  }
+}
+
+}  // namespace
+}  // namespace musespark
