@@ -62,7 +62,7 @@ constexpr int kFilterCandidates = 32;  // per row; more are selected in phase A
 
 // Row codes in FilterScratch::count besides a candidate count.
 constexpr int kFilterRowPadded = -1;
-constexpr int kFilterRowDone = -2;  // selected and written in phase A
+constexpr int kFilterRowOverflow = -2;  // too many candidates: selected and written after phase A
 
 // A warp's rows between the phases. The +1 pitches put lane L's row on
 // bank L + j when the lanes read their own rows in phase B.
@@ -104,7 +104,7 @@ __device__ __forceinline__ void filter_rank_row(const KernelParams& p, const Fil
     for (int j = 0; j < k; ++j) store_slot(p, row, j, 0.0f, -1);
     return;
   }
-  if (n == kFilterRowDone) return;
+  if (n == kFilterRowOverflow) return;
   std::uint64_t top[K];
   float top_score[K];
 #pragma unroll
@@ -128,12 +128,121 @@ __device__ __forceinline__ void filter_rank_row(const KernelParams& p, const Fil
                  static_cast<std::int32_t>(rm::key_expert(top[m])));
 }
 
+// A row with too many candidates, after phase A (rare: ties en masse, NaN
+// rows): its logits loaded again, exact scores and the register path's
+// round selection, the outputs written. Out of the prefetching row loop,
+// whose ring of loads it would otherwise share registers with.
+template <typename T, int P, int V, bool kSoftmax, typename ExpertOf>
+__device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const float (&b)[P], ExpertOf expert_of,
+                                                   std::int64_t row) {
+  const int lane = threadIdx.x % 32;
+  const int k = p.topk;
+  bool valid[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) valid[i] = true;
+  float s[P];
+  load_lane_logits<T, P, V>(p, static_cast<const T*>(p.logits) + row * p.logits_row_stride, valid,
+                            [lane](int c) { return (c * 32 + lane) * V; }, s);
+  if constexpr (!kSoftmax) {
+    sigmoid_scores(s);
+  } else {
+    std::uint32_t has_nan = 0;
+    const float row_max = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
+    const bool row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
+    softmax_shares(s, group_sum_u64<32>(lane_softmax_exp(s, valid, row_max)), row_nan);
+  }
+  float q[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) q[i] = s[i] + b[i];
+  std::int32_t slot_id[1] = {};
+  float slot_score[1] = {};
+  float selected_sum = 0.0f;
+  round_select<32, P, V, 1>(q, s, valid, expert_of, k, slot_id, slot_score, selected_sum);
+  const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+  if (lane < k) store_slot(p, row, lane, rm::routing_weight(slot_score[0], denominator, p.route_scale), slot_id[0]);
+}
+
+// Phase A for one live row: x[] its logits (scaled), b[] the lane's bias.
+template <int P, int V, bool kSoftmax, typename ExpertOf>
+__device__ __forceinline__ void filter_row(const KernelParams& p, float (&x)[P], const float (&b)[P], float margin,
+                                           ExpertOf expert_of, FilterScratch& sc, int r) {
+  const int lane = threadIdx.x % 32;
+  const int k = p.topk;
+  bool valid[P];  // every register holds an expert (E = 32 * P)
+#pragma unroll
+  for (int i = 0; i < P; ++i) valid[i] = true;
+  float qa[P];
+  if constexpr (!kSoftmax) {
+#pragma unroll
+    for (int i = 0; i < P; ++i) qa[i] = rm::sigmoid_estimate(x[i]) + b[i];
+  } else {
+    std::uint32_t has_nan = 0;
+    const float row_max = group_max_f32<32>(lane_softmax_max(x, valid, has_nan));
+    const bool row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
+    const std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(x, valid, row_max));  // x: the exp terms now
+    const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
+    const float inv = rm::reciprocal_estimate(sum);
+#pragma unroll
+    for (int i = 0; i < P; ++i) qa[i] = fmaf(x[i], inv, b[i]);
+    if (lane == 0) sc.row_sum[r] = sum;
+  }
+
+  // tau: the k-th largest lane maximum of qa, as threshold_select finds it.
+  float lane_max = qa[0];
+#pragma unroll
+  for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, qa[i]);  // NaN dropped
+  std::uint32_t v = rm::ordered_score(lane_max);                  // all NaN -> 0
+  std::uint32_t tau_ord = 0;
+  for (int round = 0; round < k; ++round) {
+    const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
+    tau_ord = m;
+    v = v == m ? 0u : v;
+  }
+  // Not (qa < keep_from): NaN estimates are candidates too, and a NaN bound
+  // (infinite margin) keeps every expert.
+  const float keep_from = tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - margin;
+  int count = 0;
+#pragma unroll
+  for (int i = 0; i < P; ++i) count += !(qa[i] < keep_from) ? 1 : 0;
+  int inclusive = count;
+#pragma unroll
+  for (int off = 1; off < 32; off *= 2) {
+    const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off);
+    if (lane >= off) inclusive += t;
+  }
+  const int n = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+
+  if (n <= kFilterCandidates) {
+    int slot = inclusive - count;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      if (!(qa[i] < keep_from)) {
+        sc.value[r][slot] = x[i];
+        sc.expert[r][slot] = static_cast<std::uint16_t>(expert_of(i));
+        ++slot;
+      }
+    }
+    if (lane == 0) sc.count[r] = n;
+    return;
+  }
+
+  if (lane == 0) sc.count[r] = kFilterRowOverflow;  // filter_row_exactly takes it after phase A
+}
+
+// Rows a warp has in flight in phase A: the next D rows' logits are loaded
+// while a row is filtered, so that a warp keeps about 16 registers of
+// loads outstanding (E = 64: 8 rows ahead; E >= 384: 1).
+template <int P>
+inline constexpr int kFilterRowsAhead = P >= 12 ? 1 : 16 / P;
+
 // The launch sets p.filter_rows (R) and a grid of warps that each take
 // tasks of R consecutive rows.
 template <typename T, int P, int V, int K, bool kSoftmax>
 __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const KernelParams p) {
   static_assert(P % V == 0 && K <= kFilterMaxTopK, "filter tier shape");
   constexpr int kBiasVec = V < 4 ? V : 4;
+  constexpr int D = kFilterRowsAhead<P>;
+  using Raw = Vec<T, V>;
   __shared__ FilterScratch scratch[kFilterWarps];
 
   pdl_wait();
@@ -142,11 +251,9 @@ __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const
   const int lane = threadIdx.x % 32;
   FilterScratch& sc = scratch[threadIdx.x / 32];
   auto expert_of = [lane](int i) { return ((i / V) * 32 + lane) * V + i % V; };
-  const int k = p.topk;
   const int R = p.filter_rows;
 
-  // The bias and the margin, once per warp: every register holds an expert
-  // (E = 32 * P).
+  // The bias and the margin, once per warp.
   float b[P];
 #pragma unroll
   for (int c = 0; c < P / kBiasVec; ++c) {
@@ -159,10 +266,6 @@ __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const
   for (int i = 0; i < P; ++i) max_abs_bias = fmaxf(max_abs_bias, fabsf(b[i]));
   const float margin = filter_margin(group_max_f32<32>(max_abs_bias));
 
-  bool valid[P];  // every register holds an expert; liveness is per row and warp-uniform
-#pragma unroll
-  for (int i = 0; i < P; ++i) valid[i] = true;
-
   const std::int64_t tasks = (p.num_tokens + R - 1) / R;
   for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kFilterWarps + threadIdx.x / 32; task < tasks;
        task += static_cast<std::int64_t>(gridDim.x) * kFilterWarps) {
@@ -170,90 +273,43 @@ __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const
     const int rows = static_cast<int>(p.num_tokens - row0 < R ? p.num_tokens - row0 : R);
 
     // ---- phase A: filter the task's rows, one at a time ------------------
-    for (int r = 0; r < rows; ++r) {
+    // Raw loads of rows r .. r + D - 1 in flight; a padded row's logits are
+    // loaded too (they are in bounds) and ignored, so no load waits on the
+    // padding flag.
+    Raw ahead[D][P / V];
+    bool ahead_padded[D];
+    auto fetch = [&](int r, Raw (&raw)[P / V], bool& padded) {
+      if (r >= rows) return;
       const std::int64_t row = row0 + r;
-      if (row_is_padded(p, row)) {  // warp-uniform
-        if (lane == 0) sc.count[r] = kFilterRowPadded;
-        continue;
-      }
-      float x[P];
-      load_lane_logits<T, P, V>(p, static_cast<const T*>(p.logits) + row * p.logits_row_stride, valid,
-                                [lane](int c) { return (c * 32 + lane) * V; }, x);
-      float qa[P];
-      std::uint64_t fixed = 0;
-      bool row_nan = false;
-      if constexpr (!kSoftmax) {
+      padded = row_is_padded(p, row);
+      const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
 #pragma unroll
-        for (int i = 0; i < P; ++i) qa[i] = rm::sigmoid_estimate(x[i]) + b[i];
-      } else {
-        std::uint32_t has_nan = 0;
-        const float row_max = group_max_f32<32>(lane_softmax_max(x, valid, has_nan));
-        row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
-        fixed = group_sum_u64<32>(lane_softmax_exp(x, valid, row_max));  // x now holds the exp terms
-        const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-        const float inv = rm::reciprocal_estimate(sum);
+      for (int c = 0; c < P / V; ++c) raw[c] = *reinterpret_cast<const Raw*>(row_ptr + (c * 32 + lane) * V);
+    };
 #pragma unroll
-        for (int i = 0; i < P; ++i) qa[i] = fmaf(x[i], inv, b[i]);
-        if (lane == 0) sc.row_sum[r] = sum;
-      }
-
-      // tau: the k-th largest lane maximum of qa, as threshold_select finds it.
-      float lane_max = qa[0];
+    for (int d = 0; d < D; ++d) fetch(d, ahead[d], ahead_padded[d]);
+    for (int base = 0; base < rows; base += D) {
 #pragma unroll
-      for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, qa[i]);  // NaN dropped
-      std::uint32_t v = rm::ordered_score(lane_max);                  // all NaN -> 0
-      std::uint32_t tau_ord = 0;
-      for (int round = 0; round < k; ++round) {
-        const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
-        tau_ord = m;
-        v = v == m ? 0u : v;
-      }
-      // Not (qa < keep_from): NaN estimates are candidates too, and a NaN bound
-      // (infinite margin) keeps every expert.
-      const float keep_from = tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - margin;
-      int count = 0;
+      for (int d = 0; d < D; ++d) {
+        const int r = base + d;
+        if (r >= rows) break;  // warp-uniform
+        float x[P];
 #pragma unroll
-      for (int i = 0; i < P; ++i) count += !(qa[i] < keep_from) ? 1 : 0;
-      int inclusive = count;
+        for (int c = 0; c < P / V; ++c)
 #pragma unroll
-      for (int off = 1; off < 32; off *= 2) {
-        const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off);
-        if (lane >= off) inclusive += t;
-      }
-      const int n = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
-
-      if (n <= kFilterCandidates) {
-        int slot = inclusive - count;
-#pragma unroll
-        for (int i = 0; i < P; ++i) {
-          if (!(qa[i] < keep_from)) {
-            sc.value[r][slot] = x[i];
-            sc.expert[r][slot] = static_cast<std::uint16_t>(expert_of(i));
-            ++slot;
-          }
+          for (int v = 0; v < V; ++v) x[c * V + v] = apply_multiplier(p, LogitTraits<T>::widen(ahead[d][c].v[v]));
+        const bool padded = ahead_padded[d];
+        fetch(r + D, ahead[d], ahead_padded[d]);
+        if (padded) {
+          if (lane == 0) sc.count[r] = kFilterRowPadded;
+        } else {
+          filter_row<P, V, kSoftmax>(p, x, b, margin, expert_of, sc, r);
         }
-        if (lane == 0) sc.count[r] = n;
-        continue;
       }
-
-      // Too many candidates: exact scores and the round selection, now.
-      if constexpr (!kSoftmax) {
-        sigmoid_scores(x);
-      } else {
-        softmax_shares(x, fixed, row_nan);
-      }
-      float q[P];
-#pragma unroll
-      for (int i = 0; i < P; ++i) q[i] = x[i] + b[i];
-      std::int32_t slot_id[1] = {};
-      float slot_score[1] = {};
-      float selected_sum = 0.0f;
-      round_select<32, P, V, 1>(q, x, valid, expert_of, k, slot_id, slot_score, selected_sum);
-      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-      if (lane < k) store_slot(p, row, lane, rm::routing_weight(slot_score[0], denominator, p.route_scale), slot_id[0]);
-      if (lane == 0) sc.count[r] = kFilterRowDone;
     }
     __syncwarp();
+    for (int r = 0; r < rows; ++r)
+      if (sc.count[r] == kFilterRowOverflow) filter_row_exactly<T, P, V, kSoftmax>(p, b, expert_of, row0 + r);
 
     // ---- phase B: each lane ranks one row's candidates -------------------
     if (lane < rows) filter_rank_row<K, kSoftmax>(p, sc, lane, row0 + lane);
