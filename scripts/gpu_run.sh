@@ -24,6 +24,7 @@
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS (T:E:k:dtype[:norm] ...;
+#             NCU_BENCH_ARGS: more routing_benchmark flags, e.g. --force-path=7;
 #             NCU_SOURCE=1: per-instruction counts and stall samples too, which
 #             scripts/ncu_sass_summary.py summarizes; NCU_EXTRA: more ncu flags)
 #   loader    a full Muse layer through loader_benchmark --device=cuda and musespark load
@@ -267,7 +268,7 @@ PY
         tag="${t}_${e}_${k}_${d}_$n"
         log "ncu T=$t E=$e k=$k $d $n"
         profile=(ncu --clock-control none --set full ${NCU_EXTRA:-} -k regex:route_ --launch-skip 3 --launch-count 1)
-        cell_run=($bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n)
+        cell_run=($bench --impls=cuda --tokens=$t --experts=$e --topk=$k --dtypes=$d --norms=$n ${NCU_BENCH_ARGS:-})
         "${profile[@]}" "${cell_run[@]}" > "$LOGS/ncu_$tag.log" 2>&1 || status=1
         if [ "${NCU_SOURCE:-0}" = 1 ]; then  # per-SASS-instruction counts of the cell, for logs.tgz
           "${profile[@]}" -f -o "$WORK/ncu_cell" "${cell_run[@]}" > /dev/null 2>&1 \

@@ -229,11 +229,27 @@ __device__ __forceinline__ void filter_row(const KernelParams& p, float (&x)[P],
   if (lane == 0) sc.count[r] = kFilterRowOverflow;  // filter_row_exactly takes it after phase A
 }
 
-// Rows a warp has in flight in phase A: the next D rows' logits are loaded
-// while a row is filtered, so that a warp keeps about 16 registers of
-// loads outstanding (E = 64: 8 rows ahead; E >= 384: 1).
-template <int P>
-inline constexpr int kFilterRowsAhead = P >= 12 ? 1 : 16 / P;
+// Phase A's loads: each row is copied into a per-warp ring of row buffers
+// in shared memory by cp.async, kRing - 1 rows ahead of the row being
+// filtered, so that a warp keeps up to ~4 KB of loads in flight without
+// holding registers for them (a ring of registers needed the row loop
+// unrolled by its depth, and that code was slower than what it hid).
+constexpr int kFilterRingBytes = 4096;  // per warp
+
+template <typename T, int P>
+struct FilterRing {
+  static constexpr int kRowBytes = 32 * P * static_cast<int>(sizeof(T));  // E * sizeof(T), a multiple of 16
+  static constexpr int kRows = kFilterRingBytes / kRowBytes > 2 ? kFilterRingBytes / kRowBytes : 2;
+  alignas(16) unsigned char row[kRows][kRowBytes];
+};
+
+__device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
+  const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
 // The launch sets p.filter_rows (R) and a grid of warps that each take
 // tasks of R consecutive rows.
@@ -241,15 +257,17 @@ template <typename T, int P, int V, int K, bool kSoftmax>
 __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const KernelParams p) {
   static_assert(P % V == 0 && K <= kFilterMaxTopK, "filter tier shape");
   constexpr int kBiasVec = V < 4 ? V : 4;
-  constexpr int D = kFilterRowsAhead<P>;
-  using Raw = Vec<T, V>;
+  using Ring = FilterRing<T, P>;
+  constexpr int kChunks = Ring::kRowBytes / 16;  // 16-byte copies per row
   __shared__ FilterScratch scratch[kFilterWarps];
+  __shared__ Ring rings[kFilterWarps];
 
   pdl_wait();
   pdl_launch_dependents();  // see the register path
 
   const int lane = threadIdx.x % 32;
   FilterScratch& sc = scratch[threadIdx.x / 32];
+  Ring& ring = rings[threadIdx.x / 32];
   auto expert_of = [lane](int i) { return ((i / V) * 32 + lane) * V + i % V; };
   const int R = p.filter_rows;
 
@@ -271,42 +289,43 @@ __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const
        task += static_cast<std::int64_t>(gridDim.x) * kFilterWarps) {
     const std::int64_t row0 = task * R;
     const int rows = static_cast<int>(p.num_tokens - row0 < R ? p.num_tokens - row0 : R);
+    const std::uint32_t padded_rows = __ballot_sync(0xFFFFFFFFu, lane < rows && row_is_padded(p, row0 + lane));
 
     // ---- phase A: filter the task's rows, one at a time ------------------
-    // Raw loads of rows r .. r + D - 1 in flight; a padded row's logits are
-    // loaded too (they are in bounds) and ignored, so no load waits on the
-    // padding flag.
-    Raw ahead[D][P / V];
-    bool ahead_padded[D];
-    auto fetch = [&](int r, Raw (&raw)[P / V], bool& padded) {
-      if (r >= rows) return;
-      const std::int64_t row = row0 + r;
-      padded = row_is_padded(p, row);
-      const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
-#pragma unroll
-      for (int c = 0; c < P / V; ++c) raw[c] = *reinterpret_cast<const Raw*>(row_ptr + (c * 32 + lane) * V);
+    // One commit group per row (empty past the task), so that waiting for
+    // all but the newest kRows - 1 groups is waiting for row r. Padded
+    // rows are copied too (they are in bounds) and ignored.
+    auto fetch = [&](int r) {
+      if (r < rows) {
+        const auto* src = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.logits) +
+                                                                 (row0 + r) * p.logits_row_stride);
+        for (int c = lane; c < kChunks; c += 32) copy_async_16(ring.row[r % Ring::kRows] + 16 * c, src + 16 * c);
+      }
+      copy_async_commit();
     };
 #pragma unroll
-    for (int d = 0; d < D; ++d) fetch(d, ahead[d], ahead_padded[d]);
-    for (int base = 0; base < rows; base += D) {
-#pragma unroll
-      for (int d = 0; d < D; ++d) {
-        const int r = base + d;
-        if (r >= rows) break;  // warp-uniform
+    for (int d = 0; d < Ring::kRows - 1; ++d) fetch(d);
+#pragma unroll 1
+    for (int r = 0; r < rows; ++r) {
+      fetch(r + Ring::kRows - 1);
+      copy_async_wait<Ring::kRows - 1>();
+      __syncwarp();  // every lane's copies of row r are visible
+      if ((padded_rows >> r) & 1u) {  // warp-uniform
+        if (lane == 0) sc.count[r] = kFilterRowPadded;
+      } else {
+        const T* staged = reinterpret_cast<const T*>(ring.row[r % Ring::kRows]);
         float x[P];
 #pragma unroll
-        for (int c = 0; c < P / V; ++c)
+        for (int c = 0; c < P / V; ++c) {
+          const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(staged + (c * 32 + lane) * V);
 #pragma unroll
-          for (int v = 0; v < V; ++v) x[c * V + v] = apply_multiplier(p, LogitTraits<T>::widen(ahead[d][c].v[v]));
-        const bool padded = ahead_padded[d];
-        fetch(r + D, ahead[d], ahead_padded[d]);
-        if (padded) {
-          if (lane == 0) sc.count[r] = kFilterRowPadded;
-        } else {
-          filter_row<P, V, kSoftmax>(p, x, b, margin, expert_of, sc, r);
+          for (int v = 0; v < V; ++v) x[c * V + v] = apply_multiplier(p, LogitTraits<T>::widen(vec.v[v]));
         }
+        filter_row<P, V, kSoftmax>(p, x, b, margin, expert_of, sc, r);
       }
+      __syncwarp();  // row r's buffer is refilled by the next iteration's fetch
     }
+    copy_async_wait<0>();  // only empty groups are left; nothing in flight crosses tasks
     __syncwarp();
     for (int r = 0; r < rows; ++r)
       if (sc.count[r] == kFilterRowOverflow) filter_row_exactly<T, P, V, kSoftmax>(p, b, expert_of, row0 + r);
