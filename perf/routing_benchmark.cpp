@@ -12,7 +12,7 @@
 //                     4 split-row path, 5 row-per-thread path, 6 block-rank path, 7 filter
 //                     path (tier-table tuning; cells the forced path cannot run are reported
 //                     as errors)
-//   --filter-rows=N   filter path: rows per warp task, 1-32 (default: the launch chooses)
+//   --filter-rows=N   filter path: rows per warp task, 1-16 (default: the launch chooses)
 //   --force-rounds    register path: select by rounds, never by the threshold filter
 //   --force-threshold register path: threshold selection at any row count (warp-per-row tiers, 8+ experts per lane)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16

@@ -163,8 +163,10 @@ __device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const 
 }
 
 // Phase A for one live row: x[] its logits (scaled), b[] the lane's bias.
-template <int P, int V, bool kSoftmax, typename ExpertOf>
-__device__ __forceinline__ void filter_row(const KernelParams& p, float (&x)[P], const float (&b)[P], float margin,
+// Returns whether the row has too many candidates (warp-uniform); it is
+// then left to filter_row_exactly.
+template <int P, int V, int K, bool kSoftmax, typename ExpertOf>
+__device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P], const float (&b)[P], float margin,
                                            ExpertOf expert_of, FilterScratch& sc, int r) {
   const int lane = threadIdx.x % 32;
   const int k = p.topk;
@@ -193,40 +195,68 @@ __device__ __forceinline__ void filter_row(const KernelParams& p, float (&x)[P],
   for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, qa[i]);  // NaN dropped
   std::uint32_t v = rm::ordered_score(lane_max);                  // all NaN -> 0
   std::uint32_t tau_ord = 0;
-  for (int round = 0; round < k; ++round) {
-    const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
-    tau_ord = m;
-    v = v == m ? 0u : v;
+#pragma unroll
+  for (int round = 0; round < K; ++round) {  // k <= K rounds, unrolled: no loop in the row's chain
+    if (round < k) {
+      const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
+      tau_ord = m;
+      v = v == m ? 0u : v;
+    }
   }
   // Not (qa < keep_from): NaN estimates are candidates too, and a NaN bound
   // (infinite margin) keeps every expert.
   const float keep_from = tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - margin;
-  int count = 0;
+  bool keep[P];
 #pragma unroll
-  for (int i = 0; i < P; ++i) count += !(qa[i] < keep_from) ? 1 : 0;
-  int inclusive = count;
-#pragma unroll
-  for (int off = 1; off < 32; off *= 2) {
-    const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off);
-    if (lane >= off) inclusive += t;
-  }
-  const int n = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+  for (int i = 0; i < P; ++i) keep[i] = !(qa[i] < keep_from);
 
-  if (n <= kFilterCandidates) {
+  // Compaction into the row's slice. Up to 4 experts per lane, one ballot
+  // per register gives each candidate its place (register-major order; the
+  // ranking compares full keys, so any order serves); from 8, a prefix sum
+  // of the lanes' counts is fewer instructions.
+  int n = 0;
+  if constexpr (P <= 4) {
+    const std::uint32_t below = (1u << lane) - 1u;
+    std::uint32_t votes[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) votes[i] = __ballot_sync(0xFFFFFFFFu, keep[i]);
+#pragma unroll
+    for (int i = 0; i < P; ++i) n += __popc(votes[i]);
+    if (n > kFilterCandidates) return true;
+    int base = 0;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      if (keep[i]) {
+        const int slot = base + __popc(votes[i] & below);
+        sc.value[r][slot] = x[i];
+        sc.expert[r][slot] = static_cast<std::uint16_t>(expert_of(i));
+      }
+      base += __popc(votes[i]);
+    }
+  } else {
+    int count = 0;
+#pragma unroll
+    for (int i = 0; i < P; ++i) count += keep[i] ? 1 : 0;
+    int inclusive = count;
+#pragma unroll
+    for (int off = 1; off < 32; off *= 2) {
+      const int t = __shfl_up_sync(0xFFFFFFFFu, inclusive, off);
+      if (lane >= off) inclusive += t;
+    }
+    n = __shfl_sync(0xFFFFFFFFu, inclusive, 31);
+    if (n > kFilterCandidates) return true;
     int slot = inclusive - count;
 #pragma unroll
     for (int i = 0; i < P; ++i) {
-      if (!(qa[i] < keep_from)) {
+      if (keep[i]) {
         sc.value[r][slot] = x[i];
         sc.expert[r][slot] = static_cast<std::uint16_t>(expert_of(i));
         ++slot;
       }
     }
-    if (lane == 0) sc.count[r] = n;
-    return;
   }
-
-  if (lane == 0) sc.count[r] = kFilterRowOverflow;  // filter_row_exactly takes it after phase A
+  if (lane == 0) sc.count[r] = n;
+  return false;
 }
 
 // Phase A's loads: each row is copied into a per-warp ring of row buffers
@@ -239,7 +269,8 @@ constexpr int kFilterRingBytes = 4096;  // per warp
 template <typename T, int P>
 struct FilterRing {
   static constexpr int kRowBytes = 32 * P * static_cast<int>(sizeof(T));  // E * sizeof(T), a multiple of 16
-  static constexpr int kRows = kFilterRingBytes / kRowBytes > 2 ? kFilterRingBytes / kRowBytes : 2;
+  static constexpr int kFit = kFilterRingBytes / kRowBytes;  // a task has at most kFilterMaxRows rows
+  static constexpr int kRows = kFit < 2 ? 2 : (kFit > kFilterMaxRows ? kFilterMaxRows : kFit);
   alignas(16) unsigned char row[kRows][kRowBytes];
 };
 
@@ -295,15 +326,18 @@ __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const
     // One commit group per row (empty past the task), so that waiting for
     // all but the newest kRows - 1 groups is waiting for row r. Padded
     // rows are copied too (they are in bounds) and ignored.
+    const auto* task_src =
+        reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.logits) + row0 * p.logits_row_stride);
+    const std::int64_t row_bytes = p.logits_row_stride * static_cast<std::int64_t>(sizeof(T));
     auto fetch = [&](int r) {
       if (r < rows) {
-        const auto* src = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.logits) +
-                                                                 (row0 + r) * p.logits_row_stride);
+        const unsigned char* src = task_src + r * row_bytes;
         for (int c = lane; c < kChunks; c += 32) copy_async_16(ring.row[r % Ring::kRows] + 16 * c, src + 16 * c);
       }
       copy_async_commit();
     };
-#pragma unroll
+    std::uint32_t overflow_rows = 0;  // warp-uniform
+#pragma unroll 1
     for (int d = 0; d < Ring::kRows - 1; ++d) fetch(d);
 #pragma unroll 1
     for (int r = 0; r < rows; ++r) {
@@ -321,14 +355,17 @@ __global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const
 #pragma unroll
           for (int v = 0; v < V; ++v) x[c * V + v] = apply_multiplier(p, LogitTraits<T>::widen(vec.v[v]));
         }
-        filter_row<P, V, kSoftmax>(p, x, b, margin, expert_of, sc, r);
+        if (filter_row<P, V, K, kSoftmax>(p, x, b, margin, expert_of, sc, r)) {
+          overflow_rows |= 1u << r;
+          if (lane == 0) sc.count[r] = kFilterRowOverflow;
+        }
       }
       __syncwarp();  // row r's buffer is refilled by the next iteration's fetch
     }
     copy_async_wait<0>();  // only empty groups are left; nothing in flight crosses tasks
     __syncwarp();
-    for (int r = 0; r < rows; ++r)
-      if (sc.count[r] == kFilterRowOverflow) filter_row_exactly<T, P, V, kSoftmax>(p, b, expert_of, row0 + r);
+    for (; overflow_rows != 0; overflow_rows &= overflow_rows - 1)
+      filter_row_exactly<T, P, V, kSoftmax>(p, b, expert_of, row0 + __ffs(overflow_rows) - 1);
 
     // ---- phase B: each lane ranks one row's candidates -------------------
     if (lane < rows) filter_rank_row<K, kSoftmax>(p, sc, lane, row0 + lane);

@@ -74,7 +74,7 @@ struct LaunchOptions {
   // when it cannot run), 6 = block-rank path (E <= 512), 7 = filter path
   // (filter_unsupported says when it cannot run).
   int force_path = 0;
-  // Filter path: rows per warp task (1-32); 0 lets the launch choose. For
+  // Filter path: rows per warp task (1-16); 0 lets the launch choose. For
   // tuning.
   int filter_rows = 0;
   // Register path: select every row by k group-wide rounds, never by the
@@ -90,7 +90,7 @@ constexpr std::int64_t kRegisterPathMaxExperts = 512;
 constexpr std::int64_t kSharedPathMaxExperts = 16384;
 constexpr std::int64_t kMaxTopK = 64;
 constexpr int kFilterMaxTopK = 8;   // filter path: the sorted list a lane keeps
-constexpr int kFilterMaxRows = 32;  // filter path: rows of a warp task, one per lane when ranked
+constexpr int kFilterMaxRows = 16;  // filter path: rows of a warp task, one per lane when ranked
 
 // Why the row-per-thread path cannot take `kp` (logits of `logit_bytes`
 // each), or nullptr when it can.

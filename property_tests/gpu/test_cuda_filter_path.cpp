@@ -1,6 +1,6 @@
 // The filter path (impl/cuda/routing_filter_path.cuh) against the float64
 // reference and, bit for bit, against the register path: on every logits
-// distribution and tier (E = 64-512, k 1-8), with warp tasks of 1 to 32
+// distribution and tier (E = 64-512, k 1-8), with warp tasks of 1 to 16
 // rows, and at the edges of its filter: fewer than k lanes holding a
 // number, more candidates than a row's slice holds (selected in phase A),
 // near ties closer than the estimates' error, a bias so large or infinite
@@ -42,7 +42,7 @@ TEST(FilterPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
       harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
       harness::LogitsDistribution::kHuge};
   const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
-  const int rows_per_task[] = {0, 1, 7, 32};  // 0: the launch's choice
+  const int rows_per_task[] = {0, 1, 7, 16};  // 0: the launch's choice
   std::uint64_t i = 0;
   for (std::int64_t E : {64, 128, 256, 384, 512})
     for (std::int64_t k : {1, 2, 4, 5, 8})
@@ -158,7 +158,7 @@ TEST(FilterPath, ForcedOnAnUnsupportedCallIsAClearError) {
 }
 
 // For compute-sanitizer (scripts/gpu_run.sh sanitize): the scratch slices
-// at the largest E, full 32-row tasks and a partial one, padded rows, rows
+// at the largest E, full 16-row tasks and a partial one, padded rows, rows
 // with too many candidates.
 TEST(Sanitizer, FilterPath) {
   SKIP_WITHOUT_GPU();
@@ -172,7 +172,7 @@ TEST(Sanitizer, FilterPath) {
     cfg.padding = harness::PaddingMode::kSparse;
     const RoutingCase c(cfg);
     EXPECT_TRUE(testing::Passes(
-        harness::compare_output(c, harness::run_cuda_case(c, {.force_path = kFilterPath, .filter_rows = 32}))))
+        harness::compare_output(c, harness::run_cuda_case(c, {.force_path = kFilterPath, .filter_rows = 16}))))
         << describe(cfg);
   }
 }
