@@ -64,13 +64,13 @@ constexpr int kFilterCandidates = 32;  // per row; more are selected in phase A
 constexpr int kFilterRowPadded = -1;
 constexpr int kFilterRowOverflow = -2;  // too many candidates: selected and written after phase A
 
-// A warp's rows between the phases. The +1 pitches put lane L's row on
-// bank L + j when the lanes read their own rows in phase B.
+// A warp's rows between the phases: each candidate one 8-byte store. The
+// +1 pitch staggers the rows' banks when the lanes read their own rows in
+// phase B.
 struct FilterScratch {
-  float value[kFilterMaxRows][kFilterCandidates + 1];                  // logit x (sigmoid) or exp term (softmax)
-  std::uint16_t expert[kFilterMaxRows][kFilterCandidates + 2];         // E <= 512
-  float row_sum[kFilterMaxRows];                                       // softmax: the row's sum (NaN for a NaN row)
-  int count[kFilterMaxRows];                                           // candidates, or a row code
+  float2 cand[kFilterMaxRows][kFilterCandidates + 1];  // logit x (sigmoid) or exp term (softmax), expert (bits)
+  float row_sum[kFilterMaxRows];                       // softmax: the row's sum (NaN for a NaN row)
+  int count[kFilterMaxRows];                           // candidates, or a row code
 };
 
 // The margin of the header comment from B = the largest |bias|.
@@ -111,8 +111,9 @@ __device__ __forceinline__ void filter_rank_row(const KernelParams& p, const Fil
   for (int m = 0; m < K; ++m) top[m] = 0, top_score[m] = 0.0f;
   const float sum = kSoftmax ? sc.row_sum[r] : 0.0f;
   for (int j = 0; j < n; ++j) {
-    const float v = sc.value[r][j];
-    const std::uint32_t e = sc.expert[r][j];
+    const float2 c = sc.cand[r][j];
+    const float v = c.x;
+    const std::uint32_t e = __float_as_uint(c.y);
     const float s = kSoftmax ? rm::softmax_share(v, sum) : rm::sigmoid(v);
     insert_key<K>(top, top_score, rm::selection_key(s + __ldg(p.bias + e), e), s);
   }
@@ -228,8 +229,7 @@ __device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P],
     for (int i = 0; i < P; ++i) {
       if (keep[i]) {
         const int slot = base + __popc(votes[i] & below);
-        sc.value[r][slot] = x[i];
-        sc.expert[r][slot] = static_cast<std::uint16_t>(expert_of(i));
+        sc.cand[r][slot] = make_float2(x[i], __uint_as_float(static_cast<std::uint32_t>(expert_of(i))));
       }
       base += __popc(votes[i]);
     }
@@ -249,8 +249,7 @@ __device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P],
 #pragma unroll
     for (int i = 0; i < P; ++i) {
       if (keep[i]) {
-        sc.value[r][slot] = x[i];
-        sc.expert[r][slot] = static_cast<std::uint16_t>(expert_of(i));
+        sc.cand[r][slot] = make_float2(x[i], __uint_as_float(static_cast<std::uint32_t>(expert_of(i))));
         ++slot;
       }
     }
@@ -276,16 +275,26 @@ struct FilterRing {
 
 __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
   const auto dst = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem));
 }
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// No memory clobber on the issue and the commit (with one, every kernel
+// parameter was loaded again for each row); the wait has one, so that no
+// read of a staged row moves above it, and the buffer a copy overwrites was
+// last read before a __syncwarp.
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;"); }
 template <int N>
 __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// Blocks per SM the compiler must fit: six (24 warps) where ptxas fits
+// them in 80 registers without a spill (up to 8 experts per lane); at 12
+// and 16 six spilled 24-92 bytes, so four.
+template <int P>
+inline constexpr int kFilterMinBlocks = P >= 12 ? 4 : 6;
 
 // The launch sets p.filter_rows (R) and a grid of warps that each take
 // tasks of R consecutive rows.
 template <typename T, int P, int V, int K, bool kSoftmax>
-__global__ void __launch_bounds__(kFilterBlockThreads) route_filter_kernel(const KernelParams p) {
+__global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) route_filter_kernel(const KernelParams p) {
   static_assert(P % V == 0 && K <= kFilterMaxTopK, "filter tier shape");
   constexpr int kBiasVec = V < 4 ? V : 4;
   using Ring = FilterRing<T, P>;

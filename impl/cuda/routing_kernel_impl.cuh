@@ -449,6 +449,25 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   return E <= 256 && rows >= 32768;
 }
 
+// Where the filter path runs by itself (routing_filter_path.cuh). Forced
+// against the tier table before it on the H200 (2026-11-30, T = 8192-65536,
+// E = 64-512, k = 1, 4, 8, fp32 and bf16, both normalizations;
+// docs/performance.md): E = 384 and 512 0.60-0.80x the time at 65536 rows,
+// 0.69-0.83x at 32768 and 0.81-0.99x at 16384 (E = 384 with k = 8 there
+// 1.03-1.09x, so from 32768), 0.88-1.16x at 8192; E = 256 with softmax
+// 0.68-0.79x at 65536 rows and 0.74-0.93x at 32768 (1.07-1.33x at 16384);
+// E = 256 sigmoid k = 1 at 65536 rows 0.70x (fp32) and 0.92x (bf16), k = 4
+// and 8 0.98-1.10x; E <= 128 0.9-2.5x, most above 1.2x (with 2 or 4
+// experts per lane a warp's per-row steps outweigh what the estimates
+// save).
+inline bool filter_preferred(const KernelParams& kp) {
+  const int E = kp.num_experts;
+  const std::int64_t rows = kp.num_tokens;
+  if (E == 384 || E == 512) return rows >= (E == 384 && kp.topk > 4 ? 32768 : 16384);
+  if (E == 256) return kp.softmax ? rows >= 32768 : kp.topk == 1 && rows >= 65536;
+  return false;
+}
+
 // E in (384, 512] on the register path: up to this many rows (256 blocks of
 // 8 rows, all resident at two blocks per SM on a 132-SM H100 or H200) the
 // third block per SM has nothing to hold, so the build without a spill
@@ -480,7 +499,9 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   kp.rank_select = !options.force_round_selection;
-  if (options.force_path == 7) return launch_filter<T>(kp, stream, pdl, options.filter_rows);
+  if (options.force_path == 7 ||
+      (options.force_path == 0 && filter_preferred(kp) && !filter_unsupported(kp, sizeof(T))))
+    return launch_filter<T>(kp, stream, pdl, options.filter_rows);
   if (options.force_path == 5 ||
       (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);

@@ -133,6 +133,28 @@ TEST(FilterPath, LargeBatches) {
   }
 }
 
+// Where the tier table sends it (routing_kernel_impl.cuh, filter_preferred)
+// the path runs without being forced: E = 384 and 512 from 16384 rows,
+// E = 256 with softmax from 32768.
+TEST(FilterPath, TakesLargeBatchesByItself) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {256, 384, 512}) {
+    CaseConfig cfg;
+    cfg.experts = E;
+    cfg.topk = E == 384 ? 4 : 8;
+    cfg.tokens = 32800;
+    cfg.logits_dtype = E == 384 ? DType::kFloat32 : DType::kBFloat16;
+    cfg.normalization = E == 256 ? Normalization::kSoftmax : Normalization::kSigmoid;
+    cfg.padding = harness::PaddingMode::kSparse;
+    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E) * 3;
+    const RoutingCase c(cfg);
+    const RoutingOutput automatic = harness::run_cuda_case(c);
+    EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << describe(cfg);
+    expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
+                         "automatic vs register path, " + describe(cfg));
+  }
+}
+
 TEST(FilterPath, ForcedOnAnUnsupportedCallIsAClearError) {
   SKIP_WITHOUT_GPU();
   struct Bad {
