@@ -122,7 +122,9 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     // Lane c holds entry c (warp c / k, place c % k) and counts the entries
     // above it in the key order (ord descending, then expert ascending;
     // unique among real experts) by one unrolled pass of shuffles: no
-    // dependent rounds. Rank r < k is slot r, as the rounds below would fill
+    // dependent rounds. Among entries of equal ord the lower lane holds the
+    // lower expert (warp w's slice lies below warp w + 1's, and each list is
+    // in key order), so only the ords are shuffled. Rank r < k is slot r, as the rounds below would fill
     // it. Empty entries (ord 0, a slice with fewer than k experts) rank below
     // every real one and take no slot; the row has at least k real ones.
     if (W * p.topk <= 32) {  // block-uniform
@@ -137,8 +139,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
 #pragma unroll
         for (int src = 0; src < 32; ++src) {
           const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, my_ord, src);
-          const std::uint32_t e = __shfl_sync(0xFFFFFFFFu, my_expert, src);
-          rank += (o > my_ord || (o == my_ord && e < my_expert)) ? 1 : 0;
+          rank += (o > my_ord || (o == my_ord && src < lane)) ? 1 : 0;
         }
         if (my_ord != 0u && rank < k) ranked_expert[rank] = my_expert, ranked_score[rank] = my_score;
         __syncwarp();
