@@ -130,12 +130,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
           const std::uint64_t mine = lane < listed ? cand_key[lane] : 0u;
           const float my_score = lane < listed ? cand_score[lane] : 0.0f;
           const std::uint32_t hi = static_cast<std::uint32_t>(mine >> 32), lo = static_cast<std::uint32_t>(mine);
-          int above = 0;
-#pragma unroll
-          for (int src = 0; src < 32; ++src) {
-            const std::uint32_t h = __shfl_sync(0xFFFFFFFFu, hi, src);
-            above += (h > hi || (h == hi && src < lane)) ? 1 : 0;
-          }
+          const int above = warp_rank_by_ord(hi, 32);
           if (hi != 0u && above < k)
             slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - lo), slot_score[above] = my_score;
           __syncwarp();
