@@ -130,26 +130,10 @@ TEST(ThreadRowPath, TakesLargeBatchesByItself) {
 
 TEST(ThreadRowPath, ForcedOnAnUnsupportedCallIsAClearError) {
   SKIP_WITHOUT_GPU();
-  struct Bad {
-    std::int64_t experts, topk;
-    harness::LogitsLayout layout;
-    const char* message;
-  };
-  for (const Bad& bad : {Bad{72, 4, harness::LogitsLayout::kContiguous, "num_experts is not a multiple of 16"},
-                         Bad{64, 9, harness::LogitsLayout::kContiguous, "topk > 8"},
-                         Bad{64, 4, harness::LogitsLayout::kColumnStrided, "not contiguous along the experts"}}) {
-    CaseConfig cfg;
-    cfg.experts = bad.experts;
-    cfg.topk = bad.topk;
-    cfg.tokens = 4;
-    cfg.layout = bad.layout;
-    try {
-      (void)harness::run_cuda_case(RoutingCase(cfg), {.force_path = kThreadRowPath});
-      ADD_FAILURE() << "no error for " << describe(cfg);
-    } catch (const ArgumentError& e) {
-      EXPECT_NE(std::string(e.what()).find(bad.message), std::string::npos) << e.what();
-    }
-  }
+  testing::expect_clear_errors_when_forced(
+      kThreadRowPath, {{72, 4, harness::LogitsLayout::kContiguous, "num_experts is not a multiple of 16"},
+                       {64, 9, harness::LogitsLayout::kContiguous, "topk > 8"},
+                       {64, 4, harness::LogitsLayout::kColumnStrided, "not contiguous along the experts"}});
 }
 
 // For compute-sanitizer (scripts/gpu_run.sh sanitize): shared-memory slices
