@@ -7,7 +7,7 @@
 // (docs/performance.md): with one warp per row the exact score of every
 // expert (about fourteen instructions for the sigmoid) and every per-row
 // step of the selection (tau, ranking, slot writes, stores) are whole-warp
-// instructions. Here a warp works on R <= 32 rows in two phases:
+// instructions. Here a warp works on R <= 16 rows in two phases:
 //  A. One row at a time, the whole warp (one expert per lane and register,
 //     as the register path lays them out): an estimate qa of each expert's
 //     selection input from the hardware's exp2 and reciprocal estimates
@@ -16,7 +16,8 @@
 //     the candidates, compacted into the row's slice of shared memory with
 //     their logit (sigmoid) or exact exp term (softmax). A row with more
 //     than kFilterCandidates candidates (ties en masse, constant rows) is
-//     selected at once, exactly, by the register path's round selection.
+//     selected after phase A, exactly, by the register path's round
+//     selection over the whole row.
 //  B. One row per lane: the lane scores its row's candidates exactly (the
 //     functions every path uses, so the same bits), keeps the k best in a
 //     sorted list of 64-bit selection keys and writes the row's outputs. A
@@ -131,8 +132,8 @@ __device__ __forceinline__ void filter_rank_row(const KernelParams& p, const Fil
 
 // A row with too many candidates, after phase A (rare: ties en masse, NaN
 // rows): its logits loaded again, exact scores and the register path's
-// round selection, the outputs written. Out of the prefetching row loop,
-// whose ring of loads it would otherwise share registers with.
+// round selection, the outputs written. Out of the row loop, which stays
+// small that way (inlined into it, the selection's registers spilled).
 template <typename T, int P, int V, bool kSoftmax, typename ExpertOf>
 __device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const float (&b)[P], ExpertOf expert_of,
                                                    std::int64_t row) {
