@@ -45,6 +45,9 @@
 // also covers the roundings of computing margin and tau - margin (each
 // within 2^-23 relative of values below 2 + B). B, an fmax over the bias,
 // drops NaN entries (their experts' q is NaN either way).
+// property_tests/test_filter_selection_model.cpp checks this step on the
+// CPU: estimates anywhere within d of q, skewed to reverse near ties, never
+// lose an expert of the top k (and a margin of 2^-20 (1 + B) does).
 //
 // The result is then the same as every other path's, bit for bit: the
 // same exact scores, the same total order of 64-bit keys (NaN lowest, the
