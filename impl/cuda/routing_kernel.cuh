@@ -1,11 +1,12 @@
 // The CUDA router kernel of SPEC section 1: parameters, tiers and launch.
 //
-// Five kernel shapes share the per-element arithmetic of routing_math.h:
+// Six kernel shapes share the per-element arithmetic of routing_math.h:
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
 //  * the block-rank path (T <= 128, 64 < E <= 256, k > 4, and k 2-4 up to
-//    E = 128): a block of E / 32 warps per row, one expert per thread; each
+//    E = 128; sigmoid k = 1 for E in (256, 512] up to 16 rows): a block of
+//    E / 32 warps per row, one expert per thread; each
 //    warp ranks its experts by shuffles, the warps' lists are ranked
 //    through shared memory;
 //  * the split-row path (T <= 128, 128 < E <= 512 where the block-rank path

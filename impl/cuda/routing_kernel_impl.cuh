@@ -372,8 +372,10 @@ constexpr std::int64_t kBlockRankMaxRows = 128;
 
 inline bool block_rank_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
-  if (E > 256 && E <= kRegisterPathMaxExperts && kp.topk == 1 && !kp.softmax)  // 0.96-0.97x up to 16 rows
-    return kp.num_tokens <= 16;
+  // E in (256, 512], k = 1, sigmoid, up to 16 rows: 0.945-0.977x the
+  // split-row path's time in both rounds of an A/B (H200, 2026-11-30);
+  // about even at 128 rows, softmax 1.16x.
+  if (E > 256 && E <= kRegisterPathMaxExperts && kp.topk == 1 && !kp.softmax) return kp.num_tokens <= 16;
   return E > 64 && E <= 256 && kp.num_tokens <= kBlockRankMaxRows && (kp.topk > 4 || (E <= 128 && kp.topk > 1));
 }
 
