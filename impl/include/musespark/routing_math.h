@@ -32,12 +32,25 @@ MS_HOST_DEVICE inline bool is_nan_bits(std::uint32_t bits) {
   return (bits & 0x7FFFFFFFu) > 0x7F800000u;
 }
 
+#ifdef __CUDACC__
+// The hardware's estimate of 1 / b (rcp.approx, flushing subnormals). The
+// filter path (routing_filter_path.cuh) uses it and sigmoid_estimate only
+// to discard experts that cannot reach the top k; every kept expert is
+// scored again by the exact functions. Their error bounds are
+// kSigmoidEstimateMaxError and kReciprocalEstimateMaxRelError, checked on
+// every input by test_cuda_routing_math.
+__device__ inline float reciprocal_estimate(float b) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  return r;
+}
+#endif
+
 #ifdef __CUDA_ARCH__
 // The hardware estimate of 1 / b refined by one Newton step: for a normal b
 // whose reciprocal is normal, |r - 1/b| <= 0.5 ulp + 2^-46 / b.
 __device__ inline float reciprocal_refined(float b) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  const float r = reciprocal_estimate(b);
   return fmaf(r, fmaf(-b, r, 1.0f), r);
 }
 
@@ -58,17 +71,6 @@ __device__ inline float reciprocal_from_one(float b) {
 #endif
 
 #ifdef __CUDACC__
-// Estimates for the filter path (routing_filter_path.cuh), which only uses
-// them to discard experts that cannot reach the top k; every kept expert
-// is scored again by the exact functions. Their error bounds are
-// kSigmoidEstimateMaxError and kReciprocalEstimateMaxRelError, checked on
-// every input by test_cuda_routing_math.
-__device__ inline float reciprocal_estimate(float b) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
-  return r;
-}
-
 // sigmoid(x) from the hardware's exp2 and reciprocal estimates: four
 // instructions, against about fourteen for the exact one. NaN for NaN,
 // 0 and 1 at the infinities.
