@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "musespark/routing_math.h"
+#include "selection_model_support.h"
 
 namespace musespark {
 namespace {
@@ -97,13 +98,7 @@ ModelResult filter_model(const Row& row) {
 }
 
 std::vector<int> exact_top_k(const Row& row) {
-  std::vector<std::uint64_t> keys;
-  for (int e = 0; e < static_cast<int>(row.q.size()); ++e)
-    keys.push_back(rm::selection_key(row.q[e], static_cast<std::uint32_t>(e)));
-  std::sort(keys.begin(), keys.end(), std::greater<>());
-  std::vector<int> ids;
-  for (int j = 0; j < row.k; ++j) ids.push_back(static_cast<int>(rm::key_expert(keys[j])));
-  return ids;
+  return testing::exact_top_k(row.q, static_cast<int>(row.q.size()), row.k);
 }
 
 // Values: a pool of ties, clusters of near ties a few ulps to a few d

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "musespark/routing_math.h"
+#include "selection_model_support.h"
 
 namespace musespark {
 namespace {
@@ -125,12 +126,7 @@ ModelResult thread_row_model(const Row& row) {
 }
 
 std::vector<int> exact_top_k(const Row& row) {
-  std::vector<std::uint64_t> keys;
-  for (std::size_t e = 0; e < row.q.size(); ++e) keys.push_back(rm::selection_key(row.q[e], static_cast<std::uint32_t>(e)));
-  std::sort(keys.begin(), keys.end(), std::greater<>());
-  std::vector<int> ids;
-  for (int j = 0; j < row.k; ++j) ids.push_back(static_cast<int>(rm::key_expert(keys[j])));
-  return ids;
+  return testing::exact_top_k(row.q, static_cast<int>(row.q.size()), row.k);
 }
 
 // Values from a small pool (ties) with specials; distinct values; NaN rows

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "musespark/routing_math.h"
+#include "selection_model_support.h"
 
 namespace musespark {
 namespace {
@@ -101,12 +102,7 @@ ModelResult threshold_model(const Row& row) {
 }
 
 std::vector<int> exact_top_k(const Row& row) {
-  std::vector<std::uint64_t> keys;
-  for (int e = 0; e < row.num_experts; ++e) keys.push_back(rm::selection_key(row.q[e], static_cast<std::uint32_t>(e)));
-  std::sort(keys.begin(), keys.end(), std::greater<>());
-  std::vector<int> ids;
-  for (int j = 0; j < row.k; ++j) ids.push_back(static_cast<int>(rm::key_expert(keys[j])));
-  return ids;
+  return testing::exact_top_k(row.q, row.num_experts, row.k);
 }
 
 // Three kinds of row: values from a small pool (many ties) with the special
