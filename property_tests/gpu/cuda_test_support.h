@@ -1,7 +1,9 @@
 // What the GPU test files share: the skip with a reason when no device is
 // usable, a bitwise comparison of two outputs that names the first few
-// differing elements, and the check that a forced path refuses a call it
-// cannot take with an error naming why.
+// differing elements (alone, or with the reference comparison of the run
+// under test), the compute-sanitizer case of the large-batch paths, and
+// the check that a forced path refuses a call it cannot take with an error
+// naming why.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "../test_support.h"
 #include "harness/cuda_case.h"
 #include "musespark/errors.h"
 
@@ -31,6 +34,29 @@ inline void expect_bitwise_equal(const harness::RoutingOutput& a, const harness:
       ADD_FAILURE() << what << ": element " << i << " differs: (" << a.ids[i] << ", " << a.weights[i]
                     << ") vs (" << b.ids[i] << ", " << b.weights[i] << ")";
   }
+}
+
+// `got`, a run of `c`, against the float64 reference and, bit for bit,
+// against the run of `c` under `other`.
+inline void expect_reference_and_same_bits(const harness::RoutingCase& c, const harness::RoutingOutput& got,
+                                           const cuda::LaunchOptions& other, const std::string& what) {
+  EXPECT_TRUE(Passes(harness::compare_output(c, got))) << what;
+  expect_bitwise_equal(got, harness::run_cuda_case(c, other), what);
+}
+
+// The case the large-batch paths' Sanitizer.* tests run at E experts
+// (scripts/gpu_run.sh sanitize): k = 8, 130 rows with sparse padding
+// (partial blocks and tasks), quantized logits at E = 256 (ties: long
+// candidate lists), softmax at E = 512.
+inline harness::CaseConfig sanitizer_case_config(std::int64_t experts) {
+  harness::CaseConfig cfg;
+  cfg.experts = experts;
+  cfg.topk = 8;
+  cfg.tokens = 130;
+  cfg.logits = experts == 256 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+  cfg.normalization = experts == 512 ? Normalization::kSoftmax : Normalization::kSigmoid;
+  cfg.padding = harness::PaddingMode::kSparse;
+  return cfg;
 }
 
 // A call a forced path cannot take, and the words its error must contain.

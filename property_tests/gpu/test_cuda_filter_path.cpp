@@ -20,18 +20,15 @@ namespace {
 
 using harness::CaseConfig;
 using harness::RoutingCase;
-using harness::RoutingOutput;
 using harness::describe;
-using testing::expect_bitwise_equal;
 
 constexpr int kFilterPath = 7;  // cuda::LaunchOptions::force_path
 constexpr int kRegisterPath = 1;
 
 void expect_reference_and_register_path(const RoutingCase& c, int filter_rows, const std::string& where) {
-  const RoutingOutput filtered = harness::run_cuda_case(c, {.force_path = kFilterPath, .filter_rows = filter_rows});
-  EXPECT_TRUE(testing::Passes(harness::compare_output(c, filtered))) << where;
-  expect_bitwise_equal(filtered, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
-                       "filter vs register path, rows per task " + std::to_string(filter_rows) + ", " + where);
+  testing::expect_reference_and_same_bits(
+      c, harness::run_cuda_case(c, {.force_path = kFilterPath, .filter_rows = filter_rows}),
+      {.force_path = kRegisterPath}, "filter vs register path, rows per task " + std::to_string(filter_rows) + ", " + where);
 }
 
 TEST(FilterPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
@@ -148,10 +145,8 @@ TEST(FilterPath, TakesLargeBatchesByItself) {
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E) * 3;
     const RoutingCase c(cfg);
-    const RoutingOutput automatic = harness::run_cuda_case(c);
-    EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << describe(cfg);
-    expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
-                         "automatic vs register path, " + describe(cfg));
+    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c), {.force_path = kRegisterPath},
+                                            "automatic vs register path, " + describe(cfg));
   }
 }
 
@@ -169,13 +164,7 @@ TEST(FilterPath, ForcedOnAnUnsupportedCallIsAClearError) {
 TEST(Sanitizer, FilterPath) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {64, 256, 512}) {
-    CaseConfig cfg;
-    cfg.experts = E;
-    cfg.topk = 8;
-    cfg.tokens = 130;
-    cfg.logits = E == 256 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
-    cfg.normalization = E == 512 ? Normalization::kSoftmax : Normalization::kSigmoid;
-    cfg.padding = harness::PaddingMode::kSparse;
+    const CaseConfig cfg = testing::sanitizer_case_config(E);
     const RoutingCase c(cfg);
     EXPECT_TRUE(testing::Passes(
         harness::compare_output(c, harness::run_cuda_case(c, {.force_path = kFilterPath, .filter_rows = 16}))))

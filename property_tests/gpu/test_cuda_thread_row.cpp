@@ -20,8 +20,6 @@ namespace {
 
 using harness::CaseConfig;
 using harness::RoutingCase;
-using harness::RoutingOutput;
-using testing::expect_bitwise_equal;
 
 constexpr int kThreadRowPath = 5;  // cuda::LaunchOptions::force_path
 constexpr int kRegisterPath = 1;
@@ -29,10 +27,8 @@ constexpr int kRegisterPath = 1;
 using harness::describe;
 
 void expect_reference_and_register_path(const RoutingCase& c, const std::string& where) {
-  const RoutingOutput thread_row = harness::run_cuda_case(c, {.force_path = kThreadRowPath});
-  EXPECT_TRUE(testing::Passes(harness::compare_output(c, thread_row))) << where;
-  expect_bitwise_equal(thread_row, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
-                       "row-per-thread vs register path, " + where);
+  testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = kThreadRowPath}),
+                                          {.force_path = kRegisterPath}, "row-per-thread vs register path, " + where);
 }
 
 TEST(ThreadRowPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
@@ -121,10 +117,8 @@ TEST(ThreadRowPath, TakesLargeBatchesByItself) {
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E);
     const RoutingCase c(cfg);
-    const RoutingOutput automatic = harness::run_cuda_case(c);
-    EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << describe(cfg);
-    expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
-                         "automatic vs register path, " + describe(cfg));
+    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c), {.force_path = kRegisterPath},
+                                            "automatic vs register path, " + describe(cfg));
   }
 }
 
@@ -141,13 +135,7 @@ TEST(ThreadRowPath, ForcedOnAnUnsupportedCallIsAClearError) {
 TEST(Sanitizer, ThreadRowPath) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {16, 256, 512}) {
-    CaseConfig cfg;
-    cfg.experts = E;
-    cfg.topk = 8;
-    cfg.tokens = 130;
-    cfg.logits = E == 256 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
-    cfg.normalization = E == 512 ? Normalization::kSoftmax : Normalization::kSigmoid;
-    cfg.padding = harness::PaddingMode::kSparse;
+    const CaseConfig cfg = testing::sanitizer_case_config(E);
     const RoutingCase c(cfg);
     EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c, {.force_path = kThreadRowPath}))))
         << describe(cfg);
