@@ -20,7 +20,8 @@
 #             baseline; CANDIDATE_TESTS=1 also runs each one's GPU kernel tests
 #             (CANDIDATE_TEST_NAMES, those the tree defines);
 #             CANDIDATE_AXES (routing_benchmark flags) replaces the preset
-#   paths     the paths of PATHS_FORCE ("1 2": register, shared) forced on the same
+#   paths     the paths of PATHS_FORCE ("1 2": register, shared; "7:2": the filter
+#             path with 2 rows per warp task, column "path 7r2") forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS (T:E:k:dtype[:norm] ...;
@@ -227,11 +228,15 @@ for step in "${steps[@]}"; do
       forced=(${PATHS_FORCE:-1 2})
       tag=${PATHS_TAG:-paths}
       files=()
-      for path in "${forced[@]}"; do
-        log "$tag: --force-path=$path $axes"
-        $bench --impls=cuda $axes --force-path=$path --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-          --benchmark_out="$WORK/${tag}_$path.json" --benchmark_out_format=json > "$LOGS/${tag}_$path.log" 2>&1 || status=1
-        files+=("$WORK/${tag}_$path.json")
+      for entry in "${forced[@]}"; do
+        # PATH or PATH:ROWS (the filter path with ROWS per warp task).
+        path=${entry%%:*} extra=""
+        [ "$entry" != "$path" ] && extra="--filter-rows=${entry#*:}"
+        name=${entry/:/r}
+        log "$tag: --force-path=$path $extra $axes"
+        $bench --impls=cuda $axes --force-path=$path $extra --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+          --benchmark_out="$WORK/${tag}_$name.json" --benchmark_out_format=json > "$LOGS/${tag}_$name.log" 2>&1 || status=1
+        files+=("$WORK/${tag}_$name.json")
       done
       # One row per cell, one column per forced path (median us; "-" where the
       # path cannot run the cell), so the tier table can be set from it.
@@ -239,7 +244,7 @@ for step in "${steps[@]}"; do
 import json, sys, re
 cols, cells = [], {}
 for path in sys.argv[1:]:
-    col = "path " + re.search(r"_(\d+)\.json$", path).group(1)
+    col = "path " + re.search(r"_(\d+(?:r\d+)?)\.json$", path).group(1)
     cols.append(col)
     for b in json.load(open(path))["benchmarks"]:
         if b.get("aggregate_name") == "median" and not b.get("error_occurred"):
