@@ -85,8 +85,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
   float* s = reinterpret_cast<float*>(key + p.num_experts);               // [E]
   __shared__ BlockScratch sc;
 
-  pdl_wait();
-  pdl_launch_dependents();  // see the register path
+  pdl_enter();
   const int E = p.num_experts;
   const int tid = threadIdx.x;
 
@@ -454,21 +453,31 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 }
 
 // Where the filter path runs by itself (routing_filter_path.cuh). Forced
-// against the tier table before it on the H200 (2026-11-30, T = 8192-65536,
-// E = 64-512, k = 1, 4, 8, fp32 and bf16, both normalizations;
-// docs/performance.md): E = 384 and 512 0.60-0.80x the time at 65536 rows,
-// 0.69-0.83x at 32768 and 0.81-0.99x at 16384 (E = 384 with k = 8 there
-// 1.03-1.09x, so from 32768), 0.88-1.16x at 8192; E = 256 with softmax
-// 0.68-0.79x at 65536 rows and 0.74-0.93x at 32768 (1.07-1.33x at 16384);
-// E = 256 sigmoid k = 1 at 65536 rows 0.70x (fp32) and 0.92x (bf16), k = 4
-// and 8 0.98-1.10x; E <= 128 0.9-2.5x, most above 1.2x (with 2 or 4
-// experts per lane a warp's per-row steps outweigh what the estimates
-// save).
+// against the tier table before it on the H200 (docs/performance.md):
+//  - 2026-11-30, at the first form (T = 8192-65536, E = 64-512, k = 1, 4, 8,
+//    fp32 and bf16, both normalizations): E = 384 and 512 0.60-0.80x the
+//    time at 65536 rows, 0.69-0.83x at 32768 and 0.81-0.99x at 16384
+//    (E = 384 with k = 8 there 1.03-1.09x, so from 32768); E = 256 with
+//    softmax 0.68-0.79x at 65536 rows and 0.74-0.93x at 32768 (1.07-1.33x at
+//    16384); E = 256 sigmoid k = 1 at 65536 rows 0.70x (fp32) and 0.92x
+//    (bf16); E <= 128 0.9-2.5x, most above 1.2x (with 2 or 4 experts per
+//    lane a warp's per-row steps outweigh what the estimates save).
+//  - 2026-11-30, the final kernel (six blocks per SM up to 8 experts per
+//    lane, 8-byte candidate stores), T = 1024 and 8192 at E = 256 / 512 with
+//    tasks of 1, 2 and 4 rows, T = 16384-65536 at E = 128 / 256: E = 512
+//    k <= 4 at 8192 rows 0.73-0.87x with tasks of 4 rows (the launch's
+//    choice there), k = 8 0.95-1.12x; E = 256 at 8192 rows 1.02-1.68x and
+//    every cell at 1024 rows 1.16-1.96x (tasks of one row were the best
+//    there; a task's bias load and margin are per warp); E = 256 sigmoid
+//    k = 4 at 65536 rows 0.93x (fp32) and 0.99x (bf16) against the
+//    row-per-thread path, k = 8 1.0x and 1.14x, at 32768 rows 1.26-1.41x;
+//    E = 128 1.0-1.7x but two cells (0.92x and 0.99x).
 inline bool filter_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
-  if (E == 384 || E == 512) return rows >= (E == 384 && kp.topk > 4 ? 32768 : 16384);
-  if (E == 256) return kp.softmax ? rows >= 32768 : kp.topk == 1 && rows >= 65536;
+  if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
+  if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
+  if (E == 256) return kp.softmax ? rows >= 32768 : kp.topk <= 4 && rows >= 65536;
   return false;
 }
 

@@ -131,19 +131,22 @@ TEST(FilterPath, LargeBatches) {
 }
 
 // Where the tier table sends it (routing_kernel_impl.cuh, filter_preferred)
-// the path runs without being forced: E = 384 and 512 from 16384 rows,
-// E = 256 with softmax from 32768.
+// the path runs without being forced: E = 512 with k <= 4 from 8192 rows,
+// E = 384 and 512 from 16384, E = 256 with softmax from 32768.
 TEST(FilterPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {256, 384, 512}) {
+  struct Shape {
+    std::int64_t experts, topk, tokens;
+  };
+  for (const Shape s : {Shape{256, 8, 32800}, Shape{384, 4, 32800}, Shape{512, 8, 32800}, Shape{512, 4, 8200}}) {
     CaseConfig cfg;
-    cfg.experts = E;
-    cfg.topk = E == 384 ? 4 : 8;
-    cfg.tokens = 32800;
-    cfg.logits_dtype = E == 384 ? DType::kFloat32 : DType::kBFloat16;
-    cfg.normalization = E == 256 ? Normalization::kSoftmax : Normalization::kSigmoid;
+    cfg.experts = s.experts;
+    cfg.topk = s.topk;
+    cfg.tokens = s.tokens;
+    cfg.logits_dtype = s.experts == 384 ? DType::kFloat32 : DType::kBFloat16;
+    cfg.normalization = s.experts == 256 ? Normalization::kSoftmax : Normalization::kSigmoid;
     cfg.padding = harness::PaddingMode::kSparse;
-    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E) * 3;
+    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(s.experts * 3 + s.topk);
     const RoutingCase c(cfg);
     testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c), {.force_path = kRegisterPath},
                                             "automatic vs register path, " + describe(cfg));
