@@ -111,8 +111,7 @@ class CapturedLaunches {
 // The least a router launch can cost here: one warp that waits for its
 // predecessor (PDL), lets its dependents start and writes one word.
 __global__ void launch_floor_kernel(int* out) {
-  cuda::pdl_wait();
-  cuda::pdl_launch_dependents();
+  cuda::pdl_enter();
   if (threadIdx.x == 0) *out = 1;
 }
 

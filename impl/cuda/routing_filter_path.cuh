@@ -307,8 +307,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
   __shared__ FilterScratch scratch[kFilterWarps];
   __shared__ Ring rings[kFilterWarps];
 
-  pdl_wait();
-  pdl_launch_dependents();  // see the register path
+  pdl_enter();
 
   const int lane = threadIdx.x % 32;
   FilterScratch& sc = scratch[threadIdx.x / 32];

@@ -45,6 +45,16 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
+// Every router kernel (and perf's launch-floor kernel) starts here, before
+// it reads anything: the wait for the previous grid (its writes visible),
+// then the trigger that lets dependents start launching. Their
+// griddepcontrol.wait still waits for this whole grid to finish, so the
+// order of the two decides only how early the next launch begins.
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+  pdl_launch_dependents();
+}
+
 // Every router launch goes through here (and perf's launch-floor kernel, so
 // that it is launched exactly as the router is): PDL, when on, lets the
 // launch overlap the previous kernel's tail.

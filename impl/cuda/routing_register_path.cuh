@@ -186,10 +186,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
   constexpr int kBiasVec = V < 4 ? V : 4;                       // floats per bias load
 
-  pdl_wait();
-  // Dependents may start launching now; their griddepcontrol.wait still
-  // waits for this whole grid to finish and its writes to be visible.
-  pdl_launch_dependents();
+  pdl_enter();
 
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;
