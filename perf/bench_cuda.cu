@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bench_impls.h"
+#include "io_floor_kernel.cuh"
 #include "harness/cuda_device.h"
 #include "musespark/route.h"
 #include "routing_kernel_common.cuh"
@@ -171,6 +172,10 @@ double describe_gpu_and_measure_copy_bandwidth() {
 }
 
 void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw) {
+  const bool io_floor = cell.impl == "io-floor";
+  const std::int64_t row_bytes = cell.experts * static_cast<std::int64_t>(dtype_size(cell.dtype));
+  if (io_floor && io_floor_unsupported(row_bytes) != nullptr)
+    return skip_cell(state, io_floor_unsupported(row_bytes));
   const std::int64_t T = cell.tokens, E = cell.experts, k = cell.topk;
   DeviceBuffer logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype));
   DeviceBuffer bias(static_cast<std::size_t>(E) * 4), weights(static_cast<std::size_t>(T * k) * 4),
@@ -209,13 +214,22 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   lo.filter_rows = options.filter_rows;
   lo.force_round_selection = options.force_round_selection;
   lo.force_threshold_selection = options.force_threshold_selection;
-  check_cuda(cuda::launch_routing(p, stream, lo), "launch");
+  // The router, or on "io-floor" cells the io floor kernel with the same
+  // buffers, grid-size rule (one warp per row) and PDL setting.
+  const auto launch = [&](cudaStream_t s) {
+    if (!io_floor) return cuda::launch_routing(p, s, lo);
+    const std::int64_t blocks = (T + kIoFloorWarps - 1) / kIoFloorWarps;
+    return cuda::launch_with_pdl(io_floor_kernel, static_cast<unsigned>(std::min<std::int64_t>(blocks, 1 << 20)),
+                                 32 * kIoFloorWarps, 0, s, options.pdl,
+                                 static_cast<const unsigned char*>(logits.get()), T, row_bytes, static_cast<int>(k),
+                                 static_cast<float*>(weights.get()), static_cast<std::int32_t*>(ids.get()));
+  };
+  check_cuda(launch(stream), "launch");
   check_cuda(cudaStreamSynchronize(stream), "warm-up");
   Events ev;
 
   if (!options.flush_l2) {
-    CapturedLaunches graph(stream, options.graph_launches,
-                           [&](cudaStream_t s) { return cuda::launch_routing(p, s, lo); });
+    CapturedLaunches graph(stream, options.graph_launches, launch);
     graph.replay_seconds_per_launch(ev);  // warm replay
     for (auto _ : state) state.SetIterationTime(graph.replay_seconds_per_launch(ev));
   } else {
@@ -225,7 +239,7 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
     for (auto _ : state) {
       check_cuda(cudaMemsetAsync(flush.get(), 0, static_cast<std::size_t>(l2) * 2, stream), "flush");
       check_cuda(cudaEventRecord(ev.start, stream), "record");
-      check_cuda(cuda::launch_routing(p, stream, lo), "launch");
+      check_cuda(launch(stream), "launch");
       check_cuda(cudaEventRecord(ev.stop, stream), "record");
       state.SetIterationTime(ev.seconds());
     }

@@ -4,7 +4,9 @@
 //
 // Own flags (the rest go to Google Benchmark):
 //   --preset=quick|decode|prefill|anchor|full   (default quick)
-//   --impls=cuda,torch-recipe,cpu               (default: all this build has)
+//   --impls=cuda,torch-recipe,cpu               (default: all this build has but io-floor;
+//                     io-floor: each cell's io floor, a kernel with the cell's bytes and
+//                     launch and no selection, perf/io_floor_kernel.cuh)
 //   --flush-l2        time single launches after an L2 flush (default: warm L2, graph replay)
 //   --no-pdl          launch without programmatic dependent launch
 //   --graph-launches=N  launches per replayed graph (default 20)
@@ -108,8 +110,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const std::string& impl : impls)
-    if (impl != "cuda" && impl != "torch-recipe" && impl != "cpu") {
-      std::cerr << "routing_benchmark: unknown implementation '" << impl << "'; known: cuda, torch-recipe, cpu\n";
+    if (impl != "cuda" && impl != "io-floor" && impl != "torch-recipe" && impl != "cpu") {
+      std::cerr << "routing_benchmark: unknown implementation '" << impl
+                << "'; known: cuda, io-floor, torch-recipe, cpu\n";
       return 2;
     }
 
@@ -142,7 +145,7 @@ int main(int argc, char** argv) {
   for (const Cell& cell : cells) {
     auto* b = benchmark::RegisterBenchmark(cell.name().c_str(), [cell, options, copy_bw, cuda_why](benchmark::State& st) {
       try {
-        if (cell.impl == "cuda") {
+        if (cell.impl == "cuda" || cell.impl == "io-floor") {
 #ifdef MUSESPARK_HAVE_CUDA
           if (cuda_why.empty()) return musespark::perf::run_cuda_cell(st, cell, options, copy_bw);
 #endif
@@ -163,7 +166,7 @@ int main(int argc, char** argv) {
     // A fixed count: each iteration already replays a graph of many launches,
     // and letting the library grow the count for microsecond cells would
     // spend seconds of host synchronization per cell.
-    b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(cell.impl == "cuda" ? 20 : 10);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(cell.impl == "cuda" || cell.impl == "io-floor" ? 20 : 10);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

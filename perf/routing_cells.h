@@ -12,7 +12,7 @@
 namespace musespark::perf {
 
 struct Cell {
-  std::string impl;  // cuda, torch-recipe, cpu
+  std::string impl;  // cuda, io-floor, torch-recipe, cpu
   std::int64_t tokens = 1;
   std::int64_t experts = 8;
   std::int64_t topk = 1;

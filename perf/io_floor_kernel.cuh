@@ -1,0 +1,47 @@
+// The io floor of a cell: the least a router launch can cost on it with the
+// cell's own bytes and launch, and no selection. It sets apart, in a decode
+// or small-batch cell's time, what the grid, the loads after the PDL wait
+// and the stores cost (this kernel) from what the router's arithmetic and
+// selection add (the cell's time minus this one).
+#pragma once
+
+#include <cstdint>
+
+#include "routing_kernel_common.cuh"
+
+namespace musespark::perf {
+
+constexpr int kIoFloorWarps = 8;  // rows per block, as the register path's warp-per-row tiers
+
+// One warp per row: every 16-byte chunk of the row read after the wait and
+// folded into one word by a warp reduction (so no load can be dropped),
+// that word written to the row's k weight slots and j to id slot j.
+// Rows must be contiguous and a multiple of 16 bytes (io_floor_unsupported).
+__global__ void io_floor_kernel(const unsigned char* logits, std::int64_t rows, std::int64_t row_bytes, int k,
+                                float* weights, std::int32_t* ids) {
+  cuda::pdl_enter();
+  const int lane = threadIdx.x % 32;
+  const std::int64_t chunks = row_bytes / 16;
+  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kIoFloorWarps + threadIdx.x / 32; row < rows;
+       row += static_cast<std::int64_t>(gridDim.x) * kIoFloorWarps) {
+    const uint4* src = reinterpret_cast<const uint4*>(logits + row * row_bytes);
+    unsigned folded = 0;
+    for (std::int64_t c = lane; c < chunks; c += 32) {
+      const uint4 v = __ldg(src + c);
+      folded ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    folded = __reduce_xor_sync(0xFFFFFFFFu, folded);
+    for (int j = lane; j < k; j += 32) {
+      weights[row * k + j] = __uint_as_float(folded);
+      ids[row * k + j] = j;
+    }
+  }
+}
+
+// Why the io floor cannot run a cell whose rows are `row_bytes` long, or
+// nullptr when it can.
+inline const char* io_floor_unsupported(std::int64_t row_bytes) {
+  return row_bytes % 16 != 0 ? "the io floor reads rows of a multiple of 16 bytes" : nullptr;
+}
+
+}  // namespace musespark::perf
