@@ -23,6 +23,8 @@
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared; "7:2": the filter
 #             path with 2 rows per warp task, column "path 7r2") forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
+#   iofloor   each anchor cell's io floor (routing_benchmark --impls=io-floor) to
+#             $OUT/io_floor.json (IOFLOOR_TAG names it; BENCH picks the tree)
 #   pdl       decode cells with programmatic dependent launch on and off
 #   ncu       Nsight Compute on the cells of NCU_CELLS (T:E:k:dtype[:norm] ...;
 #             NCU_BENCH_ARGS: more routing_benchmark flags, e.g. --force-path=7;
@@ -255,6 +257,16 @@ for name, row in cells.items():
     print(f"{name:<80}" + "".join(f"{row[c]:>10.2f}" if c in row else f"{'-':>10}" for c in cols) + f"   {best}")
 PY
       ;;
+    iofloor)
+      # Each anchor cell's io floor (perf/io_floor_kernel.cuh: the cell's
+      # bytes and launch, no selection; it ignores the normalization, so
+      # sigmoid cells only), for render_report.py floors.
+      log "io floor of the anchor grid's cells ($bench)"
+      $bench --impls=io-floor --tokens=1,16,128,1024,8192,65536 --experts=8,64,128,256,512 --topk=1,4,8 \
+        --dtypes=float32,bfloat16 --norms=sigmoid --benchmark_repetitions=3 \
+        --benchmark_out="$OUT/${IOFLOOR_TAG:-io_floor}.json" --benchmark_out_format=json > "$LOGS/${IOFLOOR_TAG:-io_floor}.log" 2>&1 \
+        || { tail -5 "$LOGS/${IOFLOOR_TAG:-io_floor}.log"; status=1; }
+      grep -o '"launch_floor_us": "[^"]*"' "$OUT/${IOFLOOR_TAG:-io_floor}.json" | tee -a "$OUT/summary.log" ;;
     pdl)
       for flag in "" --no-pdl; do
         log "decode cells, PDL ${flag:-on}"
@@ -325,7 +337,7 @@ PY
         awk '/Function : /{if (f) print n, f; f = $3; n = 0} /^ +\/\*[0-9a-f]+\*\/ /{n++} END{if (f) print n, f}' \
           "$LOGS/sass_${name}.txt" | sed 's/^/  instructions: /' | tee -a "$OUT/summary.log"
       done ;;
-    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab candidates paths pdl ncu loader sass)"; exit 2 ;;
+    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab candidates paths iofloor pdl ncu loader sass)"; exit 2 ;;
   esac
 done
 log "done, status $status"
