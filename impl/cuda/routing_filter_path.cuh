@@ -242,6 +242,26 @@ __device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P],
     int count = 0;
 #pragma unroll
     for (int i = 0; i < P; ++i) count += keep[i] ? 1 : 0;
+    // Usually no lane holds two candidates (about 10 of 256 experts are
+    // kept, spread over 32 lanes): one ballot places them, and each lane
+    // stores its one, instead of a prefix sum and a predicated store per
+    // register. The order is the prefix sum's all the same.
+    if (__all_sync(0xFFFFFFFFu, count <= 1)) {
+      const std::uint32_t holders = __ballot_sync(0xFFFFFFFFu, count == 1);
+      n = __popc(holders);  // <= 32: never too many
+      if (count == 1) {
+        float value = 0.0f;
+        std::uint32_t expert = 0;
+#pragma unroll
+        for (int i = 0; i < P; ++i) {
+          value = keep[i] ? x[i] : value;
+          expert = keep[i] ? static_cast<std::uint32_t>(expert_of(i)) : expert;
+        }
+        sc.cand[r][__popc(holders & ((1u << lane) - 1u))] = make_float2(value, __uint_as_float(expert));
+      }
+      if (lane == 0) sc.count[r] = n;
+      return false;
+    }
     int inclusive = count;
 #pragma unroll
     for (int off = 1; off < 32; off *= 2) {
