@@ -164,8 +164,8 @@ TEST(FilterPath, ForcedOnAnUnsupportedCallIsAClearError) {
 }
 
 // For compute-sanitizer (scripts/gpu_run.sh sanitize): the scratch slices
-// at the largest E, a tier with registers past E (160), full 16-row tasks and a partial one, padded rows, rows
-// with too many candidates.
+// at the largest E, a tier with registers past E (160), full 16-row tasks
+// and a partial one, padded rows, rows with too many candidates.
 TEST(Sanitizer, FilterPath) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {64, 160, 256, 512}) {
