@@ -107,7 +107,7 @@ ImplementationPtr make_cuda_block_rank_implementation() {
       [](const RoutingParams& p) { return p.num_experts <= cuda::kRegisterPathMaxExperts; });
 }
 
-// The filter path takes E = 64, 128, 256, 384 and 512 with k <= 8 and
+// The filter path takes E a multiple of 32 in [64, 512] with k <= 8 and
 // vector-loadable logits, at any row count; the tier table sends it large
 // batches.
 ImplementationPtr make_cuda_filter_implementation() {

@@ -91,7 +91,7 @@ const char* thread_row_unsupported(const KernelParams& kp, int logit_bytes) {
 
 const char* filter_unsupported(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
-  if (E != 64 && E != 128 && E != 256 && E != 384 && E != 512) return "num_experts is not 64, 128, 256, 384 or 512";
+  if (E % 32 != 0 || E < 64 || E > 512) return "num_experts is not a multiple of 32 in [64, 512]";
   if (kp.topk > kFilterMaxTopK) return "topk > 8";
   return vector_layout_unsupported(kp, logit_bytes);
 }

@@ -1,7 +1,8 @@
-// Filter path of the router kernel, for large batches: E = 32 * P with P in
-// {2, 4, 8, 12, 16} (E = 64, 128, 256, 384, 512), k <= 8, logits contiguous
-// along the experts and 16-byte aligned (filter_unsupported names what it
-// needs).
+// Filter path of the router kernel, for large batches: E a multiple of 32
+// in [64, 512], held as P in {2, 4, 8, 12, 16} experts per lane (kFull: E =
+// 32 * P, every register an expert; otherwise the registers past E hold
+// none), k <= 8, logits contiguous along the experts and 16-byte aligned
+// (filter_unsupported names what it needs).
 //
 // Why. Large batches are bound by instruction issue, not by memory
 // (docs/performance.md): with one warp per row the exact score of every
@@ -139,13 +140,10 @@ __device__ __forceinline__ void filter_rank_row(const KernelParams& p, const Fil
 // round selection, the outputs written. Out of the row loop, which stays
 // small that way (inlined into it, the selection's registers spilled).
 template <typename T, int P, int V, bool kSoftmax, typename ExpertOf>
-__device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const float (&b)[P], ExpertOf expert_of,
-                                                   std::int64_t row) {
+__device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const float (&b)[P],
+                                                   const bool (&valid)[P], ExpertOf expert_of, std::int64_t row) {
   const int lane = threadIdx.x % 32;
   const int k = p.topk;
-  bool valid[P];
-#pragma unroll
-  for (int i = 0; i < P; ++i) valid[i] = true;
   float s[P];
   load_lane_logits<T, P, V>(p, static_cast<const T*>(p.logits) + row * p.logits_row_stride, valid,
                             [lane](int c) { return (c * 32 + lane) * V; }, s);
@@ -159,7 +157,7 @@ __device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const 
   }
   float q[P];
 #pragma unroll
-  for (int i = 0; i < P; ++i) q[i] = s[i] + b[i];
+  for (int i = 0; i < P; ++i) q[i] = valid[i] ? s[i] + b[i] : __int_as_float(0x7FFFFFFF);
   std::int32_t slot_id[1] = {};
   float slot_score[1] = {};
   float selected_sum = 0.0f;
@@ -171,18 +169,18 @@ __device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const 
 // Phase A for one live row: x[] its logits (scaled), b[] the lane's bias.
 // Returns whether the row has too many candidates (warp-uniform); it is
 // then left to filter_row_exactly.
+// Registers without an expert (valid[i] false) have a NaN estimate, which
+// the lane maximum drops, and are never candidates.
 template <int P, int V, int K, bool kSoftmax, typename ExpertOf>
-__device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P], const float (&b)[P], float margin,
-                                           ExpertOf expert_of, FilterScratch& sc, int r) {
+__device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P], const float (&b)[P],
+                                           const bool (&valid)[P], float margin, ExpertOf expert_of,
+                                           FilterScratch& sc, int r) {
   const int lane = threadIdx.x % 32;
   const int k = p.topk;
-  bool valid[P];  // every register holds an expert (E = 32 * P)
-#pragma unroll
-  for (int i = 0; i < P; ++i) valid[i] = true;
   float qa[P];
   if constexpr (!kSoftmax) {
 #pragma unroll
-    for (int i = 0; i < P; ++i) qa[i] = rm::sigmoid_estimate(x[i]) + b[i];
+    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? rm::sigmoid_estimate(x[i]) + b[i] : __int_as_float(0x7FFFFFFF);
   } else {
     std::uint32_t has_nan = 0;
     const float row_max = group_max_f32<32>(lane_softmax_max(x, valid, has_nan));
@@ -191,7 +189,7 @@ __device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P],
     const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
     const float inv = rm::reciprocal_estimate(sum);
 #pragma unroll
-    for (int i = 0; i < P; ++i) qa[i] = fmaf(x[i], inv, b[i]);
+    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? fmaf(x[i], inv, b[i]) : __int_as_float(0x7FFFFFFF);
     if (lane == 0) sc.row_sum[r] = sum;
   }
 
@@ -214,7 +212,7 @@ __device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P],
   const float keep_from = tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - margin;
   bool keep[P];
 #pragma unroll
-  for (int i = 0; i < P; ++i) keep[i] = !(qa[i] < keep_from);
+  for (int i = 0; i < P; ++i) keep[i] = valid[i] && !(qa[i] < keep_from);
 
   // Compaction into the row's slice. Up to 4 experts per lane, one ballot
   // per register gives each candidate its place (register-major order; the
@@ -318,12 +316,13 @@ inline constexpr int kFilterMinBlocks = P >= 12 ? 4 : 6;
 
 // The launch sets p.filter_rows (R) and a grid of warps that each take
 // tasks of R consecutive rows.
-template <typename T, int P, int V, int K, bool kSoftmax>
+template <typename T, int P, int V, int K, bool kSoftmax, bool kFull>
 __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) route_filter_kernel(const KernelParams p) {
   static_assert(P % V == 0 && K <= kFilterMaxTopK, "filter tier shape");
   constexpr int kBiasVec = V < 4 ? V : 4;
   using Ring = FilterRing<T, P>;
-  constexpr int kChunks = Ring::kRowBytes / 16;  // 16-byte copies per row
+  // 16-byte copies per row (E * sizeof(T) is a multiple of 16).
+  const int chunks = kFull ? Ring::kRowBytes / 16 : p.num_experts * static_cast<int>(sizeof(T)) / 16;
   __shared__ FilterScratch scratch[kFilterWarps];
   __shared__ Ring rings[kFilterWarps];
 
@@ -334,12 +333,18 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
   Ring& ring = rings[threadIdx.x / 32];
   auto expert_of = [lane](int i) { return ((i / V) * 32 + lane) * V + i % V; };
   const int R = p.filter_rows;
+  // Which registers hold an expert. E is a multiple of V, so a vector is
+  // whole or empty.
+  bool valid[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) valid[i] = kFull || expert_of(i) < p.num_experts;
 
   // The bias and the margin, once per warp.
   float b[P];
 #pragma unroll
   for (int c = 0; c < P / kBiasVec; ++c) {
-    const Vec<float, kBiasVec> vec = *reinterpret_cast<const Vec<float, kBiasVec>*>(p.bias + expert_of(c * kBiasVec));
+    Vec<float, kBiasVec> vec{};
+    if (valid[c * kBiasVec]) vec = *reinterpret_cast<const Vec<float, kBiasVec>*>(p.bias + expert_of(c * kBiasVec));
 #pragma unroll
     for (int v = 0; v < kBiasVec; ++v) b[c * kBiasVec + v] = vec.v[v];
   }
@@ -365,7 +370,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
     auto fetch = [&](int r) {
       if (r < rows) {
         const unsigned char* src = task_src + r * row_bytes;
-        for (int c = lane; c < kChunks; c += 32) copy_async_16(ring.row[r % Ring::kRows] + 16 * c, src + 16 * c);
+        for (int c = lane; c < chunks; c += 32) copy_async_16(ring.row[r % Ring::kRows] + 16 * c, src + 16 * c);
       }
       copy_async_commit();
     };
@@ -384,11 +389,12 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
         float x[P];
 #pragma unroll
         for (int c = 0; c < P / V; ++c) {
-          const Vec<T, V> vec = *reinterpret_cast<const Vec<T, V>*>(staged + (c * 32 + lane) * V);
+          Vec<T, V> vec{};
+          if (valid[c * V]) vec = *reinterpret_cast<const Vec<T, V>*>(staged + (c * 32 + lane) * V);
 #pragma unroll
           for (int v = 0; v < V; ++v) x[c * V + v] = apply_multiplier(p, LogitTraits<T>::widen(vec.v[v]));
         }
-        if (filter_row<P, V, K, kSoftmax>(p, x, b, margin, expert_of, sc, r)) {
+        if (filter_row<P, V, K, kSoftmax>(p, x, b, valid, margin, expert_of, sc, r)) {
           overflow_rows |= 1u << r;
           if (lane == 0) sc.count[r] = kFilterRowOverflow;
         }
@@ -398,7 +404,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
     copy_async_wait<0>();  // only empty groups are left; nothing in flight crosses tasks
     __syncwarp();
     for (; overflow_rows != 0; overflow_rows &= overflow_rows - 1)
-      filter_row_exactly<T, P, V, kSoftmax>(p, b, expert_of, row0 + __ffs(overflow_rows) - 1);
+      filter_row_exactly<T, P, V, kSoftmax>(p, b, valid, expert_of, row0 + __ffs(overflow_rows) - 1);
 
     // ---- phase B: each lane ranks one row's candidates -------------------
     if (lane < rows) filter_rank_row<K, kSoftmax>(p, sc, lane, row0 + lane);

@@ -17,7 +17,7 @@
 //  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
 //    one to four lanes per row, a threshold from per-bucket maxima and exact
 //    sorted lists of the experts that reach it;
-//  * the filter path (large batches, E = 64, 128, 256, 384 or 512, k <= 8):
+//  * the filter path (large batches, E a multiple of 32 in [64, 512], k <= 8):
 //    a warp filters its rows' candidates from estimated scores, one row at
 //    a time, then each lane ranks one row's candidates by exact scores.
 // The register and split-row kernels are compiled once per normalization,

@@ -326,35 +326,44 @@ inline int filter_rows_for(std::int64_t rows, int requested) {
   return static_cast<int>(r < 4 ? 4 : (r > kFilterMaxRows ? kFilterMaxRows : r));
 }
 
-template <typename T, int P, int K>
+template <typename T, int P, int K, bool kFull>
 cudaError_t launch_filter_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   constexpr int kVec = register_tier_vector<T, P>();
   const std::int64_t tasks = (kp.num_tokens + kp.filter_rows - 1) / kp.filter_rows;
   const unsigned blocks = grid_for((tasks + kFilterWarps - 1) / kFilterWarps);
   if (kp.softmax)
-    return launch_kernel(route_filter_kernel<T, P, kVec, K, true>, blocks, 0, stream, pdl, kp, kFilterBlockThreads);
-  return launch_kernel(route_filter_kernel<T, P, kVec, K, false>, blocks, 0, stream, pdl, kp, kFilterBlockThreads);
+    return launch_kernel(route_filter_kernel<T, P, kVec, K, true, kFull>, blocks, 0, stream, pdl, kp,
+                         kFilterBlockThreads);
+  return launch_kernel(route_filter_kernel<T, P, kVec, K, false, kFull>, blocks, 0, stream, pdl, kp,
+                       kFilterBlockThreads);
+}
+
+template <typename T, int P, bool kFull>
+cudaError_t launch_filter_lists(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.topk == 1) return launch_filter_tier<T, P, 1, kFull>(kp, stream, pdl);
+  if (kp.topk <= 4) return launch_filter_tier<T, P, 4, kFull>(kp, stream, pdl);
+  return launch_filter_tier<T, P, 8, kFull>(kp, stream, pdl);
 }
 
 template <typename T, int P>
-cudaError_t launch_filter_lists(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  if (kp.topk == 1) return launch_filter_tier<T, P, 1>(kp, stream, pdl);
-  if (kp.topk <= 4) return launch_filter_tier<T, P, 4>(kp, stream, pdl);
-  return launch_filter_tier<T, P, 8>(kp, stream, pdl);
+cudaError_t launch_filter_tier_of(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.num_experts == 32 * P) return launch_filter_lists<T, P, true>(kp, stream, pdl);
+  if constexpr (P > 2) return launch_filter_lists<T, P, false>(kp, stream, pdl);
+  return cudaErrorInvalidValue;  // unreachable: E = 64 is the only multiple of 32 in [64, 64]
 }
 
-// The caller has checked filter_unsupported (E = 32 * P, k <= 8).
+// The caller has checked filter_unsupported (E a multiple of 32 in
+// [64, 512], k <= 8). Tiers: the fewest experts per lane that hold E.
 template <typename T>
 cudaError_t launch_filter(const KernelParams& kp_in, cudaStream_t stream, bool pdl, int requested_rows) {
   KernelParams kp = kp_in;
   kp.filter_rows = filter_rows_for(kp.num_tokens, requested_rows);
-  switch (kp.num_experts) {
-    case 64: return launch_filter_lists<T, 2>(kp, stream, pdl);
-    case 128: return launch_filter_lists<T, 4>(kp, stream, pdl);
-    case 256: return launch_filter_lists<T, 8>(kp, stream, pdl);
-    case 384: return launch_filter_lists<T, 12>(kp, stream, pdl);
-    default: return launch_filter_lists<T, 16>(kp, stream, pdl);
-  }
+  const int E = kp.num_experts;
+  if (E <= 64) return launch_filter_tier_of<T, 2>(kp, stream, pdl);
+  if (E <= 128) return launch_filter_tier_of<T, 4>(kp, stream, pdl);
+  if (E <= 256) return launch_filter_tier_of<T, 8>(kp, stream, pdl);
+  if (E <= 384) return launch_filter_tier_of<T, 12>(kp, stream, pdl);
+  return launch_filter_tier_of<T, 16>(kp, stream, pdl);
 }
 
 // Where the block-rank path runs (one block per row, one expert per

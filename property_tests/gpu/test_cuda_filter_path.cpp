@@ -1,6 +1,6 @@
 // The filter path (impl/cuda/routing_filter_path.cuh) against the float64
 // reference and, bit for bit, against the register path: on every logits
-// distribution and tier (E = 64-512, k 1-8), with warp tasks of 1 to 16
+// distribution and tier (E = 64-512, full and not, k 1-8), with warp tasks of 1 to 16
 // rows, and at the edges of its filter: fewer than k lanes holding a
 // number, more candidates than a row's slice holds (selected in phase A),
 // near ties closer than the estimates' error, a bias so large or infinite
@@ -41,7 +41,8 @@ TEST(FilterPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
   const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
   const int rows_per_task[] = {0, 1, 7, 16};  // 0: the launch's choice
   std::uint64_t i = 0;
-  for (std::int64_t E : {64, 128, 256, 384, 512})
+  // E = 96, 160, 192, 320, 448: the tiers with registers past E.
+  for (std::int64_t E : {64, 96, 128, 160, 192, 256, 320, 384, 448, 512})
     for (std::int64_t k : {1, 2, 4, 5, 8})
       for (auto dist : dists) {
         CaseConfig cfg;
@@ -73,7 +74,7 @@ TEST(FilterPath, FilterEdges) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   constexpr int kShapes = 9;
-  for (std::int64_t E : {64, 256, 512})
+  for (std::int64_t E : {64, 160, 256, 448, 512})
     for (std::int64_t k : {1, 4, 8})
       for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
         for (int bias_case = 0; bias_case < 3; ++bias_case) {
@@ -156,17 +157,18 @@ TEST(FilterPath, TakesLargeBatchesByItself) {
 TEST(FilterPath, ForcedOnAnUnsupportedCallIsAClearError) {
   SKIP_WITHOUT_GPU();
   testing::expect_clear_errors_when_forced(
-      kFilterPath, {{96, 4, harness::LogitsLayout::kContiguous, "num_experts is not 64, 128, 256, 384 or 512"},
+      kFilterPath, {{72, 4, harness::LogitsLayout::kContiguous, "num_experts is not a multiple of 32 in [64, 512]"},
+                    {544, 4, harness::LogitsLayout::kContiguous, "num_experts is not a multiple of 32 in [64, 512]"},
                     {64, 9, harness::LogitsLayout::kContiguous, "topk > 8"},
                     {64, 4, harness::LogitsLayout::kColumnStrided, "not contiguous along the experts"}});
 }
 
 // For compute-sanitizer (scripts/gpu_run.sh sanitize): the scratch slices
-// at the largest E, full 16-row tasks and a partial one, padded rows, rows
-// with too many candidates.
+// at the largest E, a tier with registers past E (160), full 16-row tasks
+// and a partial one, padded rows, rows with too many candidates.
 TEST(Sanitizer, FilterPath) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {64, 256, 512}) {
+  for (std::int64_t E : {64, 160, 256, 512}) {
     const CaseConfig cfg = testing::sanitizer_case_config(E);
     const RoutingCase c(cfg);
     EXPECT_TRUE(testing::Passes(
