@@ -111,8 +111,8 @@ class CapturedLaunches {
 
 // The least a router launch can cost here: one warp that waits for its
 // predecessor (PDL), lets its dependents start and writes one word.
-__global__ void launch_floor_kernel(int* out) {
-  cuda::pdl_enter();
+__global__ void launch_floor_kernel(int* out, bool trigger_first) {
+  cuda::pdl_enter(trigger_first);
   if (threadIdx.x == 0) *out = 1;
 }
 
@@ -123,7 +123,8 @@ void record_launch_floor(const BenchOptions& options) {
     DeviceBuffer word(sizeof(int));
     OwnedStream stream;
     CapturedLaunches graph(stream.get(), options.graph_launches, [&](cudaStream_t s) {
-      return cuda::launch_with_pdl(launch_floor_kernel, 1, 32, 0, s, options.pdl, static_cast<int*>(word.get()));
+      return cuda::launch_with_pdl(launch_floor_kernel, 1, 32, 0, s, options.pdl, static_cast<int*>(word.get()),
+                                   cuda::trigger_first_for(1, 32));
     });
     Events ev;
     double best = 1e30;
@@ -218,11 +219,11 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   // buffers, grid-size rule (one warp per row) and PDL setting.
   const auto launch = [&](cudaStream_t s) {
     if (!io_floor) return cuda::launch_routing(p, s, lo);
-    const std::int64_t blocks = (T + kIoFloorWarps - 1) / kIoFloorWarps;
-    return cuda::launch_with_pdl(io_floor_kernel, static_cast<unsigned>(std::min<std::int64_t>(blocks, 1 << 20)),
-                                 32 * kIoFloorWarps, 0, s, options.pdl,
+    const auto blocks = static_cast<unsigned>(std::min<std::int64_t>((T + kIoFloorWarps - 1) / kIoFloorWarps, 1 << 20));
+    return cuda::launch_with_pdl(io_floor_kernel, blocks, 32 * kIoFloorWarps, 0, s, options.pdl,
                                  static_cast<const unsigned char*>(logits.get()), T, row_bytes, static_cast<int>(k),
-                                 static_cast<float*>(weights.get()), static_cast<std::int32_t*>(ids.get()));
+                                 static_cast<float*>(weights.get()), static_cast<std::int32_t*>(ids.get()),
+                                 cuda::trigger_first_for(blocks, 32 * kIoFloorWarps));
   };
   check_cuda(launch(stream), "launch");
   check_cuda(cudaStreamSynchronize(stream), "warm-up");

@@ -17,9 +17,10 @@ constexpr int kIoFloorWarps = 8;  // rows per block, as the register path's warp
 // folded into one word by a warp reduction (so no load can be dropped),
 // that word written to the row's k weight slots and j to id slot j.
 // Rows must be contiguous and a multiple of 16 bytes (io_floor_unsupported).
+// PDL as the router's launches (trigger_first_for).
 __global__ void io_floor_kernel(const unsigned char* logits, std::int64_t rows, std::int64_t row_bytes, int k,
-                                float* weights, std::int32_t* ids) {
-  cuda::pdl_enter();
+                                float* weights, std::int32_t* ids, bool trigger_first) {
+  cuda::pdl_enter(trigger_first);
   const int lane = threadIdx.x % 32;
   const std::int64_t chunks = row_bytes / 16;
   for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kIoFloorWarps + threadIdx.x / 32; row < rows;

@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
   __shared__ std::uint32_t warp_nan[W];
   __shared__ std::uint64_t warp_sum[W];
 
-  pdl_enter();
+  pdl_enter(p.trigger_first);
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;

@@ -326,7 +326,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
   __shared__ FilterScratch scratch[kFilterWarps];
   __shared__ Ring rings[kFilterWarps];
 
-  pdl_enter();
+  pdl_enter(p.trigger_first);
 
   const int lane = threadIdx.x % 32;
   FilterScratch& sc = scratch[threadIdx.x / 32];

@@ -62,6 +62,7 @@ struct KernelParams {
   bool threshold_select;       // register path, G = 32: try threshold selection first
   bool rank_select;            // launch only: the E <= 32 tier's ranking kernel for k >= 5 (off for forced rounds)
   std::int32_t filter_rows;    // filter path: rows per warp task (1-32), set by its launch
+  bool trigger_first;          // launch only: PDL trigger before the wait (pdl_enter), set by launch_kernel
 };
 
 struct LaunchOptions {

@@ -45,14 +45,31 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// Every router kernel (and perf's launch-floor kernel) starts here, before
-// it reads anything: the wait for the previous grid (its writes visible),
-// then the trigger that lets dependents start launching. Their
+// Every router kernel (and perf's floor kernels) starts here, before it
+// reads anything: the wait for the previous grid (its writes visible) and
+// the trigger that lets dependents start launching. Their
 // griddepcontrol.wait still waits for this whole grid to finish, so the
-// order of the two decides only how early the next launch begins.
-__device__ __forceinline__ void pdl_enter() {
+// order decides only how early the next launch begins. Trigger first, the
+// next grid's launch overlaps this one's wait too: on the H200 that took
+// 3-9% off grids of one or a few blocks, but made grids of 1024+ warps
+// 5-33% slower (the next grid's blocks then take SM resources while this
+// one runs), so the launch asks for it on small grids only
+// (kTriggerFirstMaxWarps).
+__device__ __forceinline__ void pdl_enter(bool trigger_first) {
+  if (trigger_first) pdl_launch_dependents();
   pdl_wait();
-  pdl_launch_dependents();
+  if (!trigger_first) pdl_launch_dependents();
+}
+
+// Grids of up to this many warps trigger their dependents before the PDL
+// wait. H200, anchor grid, trigger first everywhere against after the wait
+// (docs/performance.md): 0.91-1.0x the time on grids of up to 512 warps
+// (T = 1 and 16, T = 128 below 4 warps per row, T = 1024 at E = 8 k <= 4),
+// 1.02-1.33x on grids of 1024 warps and more.
+constexpr long long kTriggerFirstMaxWarps = 512;
+
+inline bool trigger_first_for(unsigned blocks, unsigned threads) {
+  return static_cast<long long>(blocks) * ((threads + 31) / 32) <= kTriggerFirstMaxWarps;
 }
 
 // Every router launch goes through here (and perf's launch-floor kernel, so

@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
   float* s = reinterpret_cast<float*>(key + p.num_experts);               // [E]
   __shared__ BlockScratch sc;
 
-  pdl_enter();
+  pdl_enter(p.trigger_first);
   const int E = p.num_experts;
   const int tid = threadIdx.x;
 
@@ -154,7 +154,9 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
 template <typename Kernel>
 cudaError_t launch_kernel(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream,
                           bool pdl, const KernelParams& kp, unsigned threads = kBlockThreads) {
-  return launch_with_pdl(kernel, blocks, threads, smem, stream, pdl, kp);
+  KernelParams launched = kp;
+  launched.trigger_first = trigger_first_for(blocks, threads);
+  return launch_with_pdl(kernel, blocks, threads, smem, stream, pdl, launched);
 }
 
 // Enough blocks to cover the rows, capped so a grid-stride loop takes over.

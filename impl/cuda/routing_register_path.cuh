@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
   constexpr int kBiasVec = V < 4 ? V : 4;                       // floats per bias load
 
-  pdl_enter();
+  pdl_enter(p.trigger_first);
 
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;

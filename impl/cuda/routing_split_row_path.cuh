@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   __shared__ std::uint32_t ranked_expert[32];  // the rank merge's slots
   __shared__ float ranked_score[32];
 
-  pdl_enter();
+  pdl_enter(p.trigger_first);
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;

@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
   constexpr int kSlots = (K + G - 1) / G;  // output slots per lane
   extern __shared__ __align__(16) unsigned char thread_row_smem[];
 
-  pdl_enter();
+  pdl_enter(p.trigger_first);
 
   const int E = p.num_experts;
   const int tid = static_cast<int>(threadIdx.x);
