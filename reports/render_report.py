@@ -7,6 +7,7 @@ compare a run against a baseline.
       [--group experts] [--where experts=8 --where topk=8] [--cells]
   render_report.py stand RUN.json --anchor ANCHOR.csv [--impl cuda]   # the figures of docs/performance.md's stand table
   render_report.py kernels A.cubin [--baseline B.cubin] [--match TEXT]   # code size, registers, shared memory per kernel
+  render_report.py floors RUN.json IO_FLOOR.json [--anchor ANCHOR.csv] [--max-tokens 1024]   # cells above their io floors
 """
 import argparse
 import os
@@ -14,7 +15,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perfreport import compare, cubin, load, render, stand  # noqa: E402
+from perfreport import compare, cubin, iofloor, load, render, stand  # noqa: E402
 
 
 def main(argv):
@@ -71,6 +72,26 @@ def main(argv):
         except ValueError as e:
             print(f"stand: {e}", file=sys.stderr)
             return 2
+        return 0
+
+    if argv and argv[0] == "floors":
+        ap = argparse.ArgumentParser(prog="render_report.py floors")
+        ap.add_argument("run")
+        ap.add_argument("io_floor", help="routing_benchmark --impls=io-floor JSON (scripts/gpu_run.sh iofloor)")
+        ap.add_argument("--anchor", help="the anchor CSV: speedups now and at the io floors")
+        ap.add_argument("--impl", default="cuda")
+        ap.add_argument("--max-tokens", type=int, default=1024)
+        a = ap.parse_args(argv[1:])
+        _, cells = load.load_benchmark_json(a.run)
+        floor_context, floor_cells = load.load_benchmark_json(a.io_floor)
+        anchor_cells = load.load_anchor_csv(a.anchor)[0] if a.anchor else None
+        try:
+            table, speedups = iofloor.summarize(iofloor.io_floor_rows(cells, floor_cells, a.impl, a.max_tokens),
+                                               anchor_cells)
+        except ValueError as e:
+            print(f"floors: {e}", file=sys.stderr)
+            return 2
+        print(iofloor.format_floors(table, speedups, floor_context.get("launch_floor_us")))
         return 0
 
     if argv and argv[0] == "kernels":

@@ -166,6 +166,29 @@ class RenderTest(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn("no cells of implementation 'nothing'", r.stderr)
 
+    def test_floors_set_cells_against_their_io_floors(self):
+        with tempfile.TemporaryDirectory() as d:
+            run, floor = os.path.join(d, "run.json"), os.path.join(d, "floor.json")
+            run_json(run, {("cuda", 1, 64, 8): 1.5, ("cuda", 1, 256, 8): 2.5, ("cuda", 16, 64, 8): 1.6,
+                           ("cuda", 65536, 64, 8): 20.0})
+            run_json(floor, {("io-floor", 1, 64, 8): 1.0, ("io-floor", 1, 256, 8): 1.0,
+                             ("io-floor", 65536, 64, 8): 11.0})
+            anchor = os.path.join(d, "a.csv")
+            with open(anchor, "w") as f:
+                f.write("logits_dtype,normalization,experts,topk,tokens,seed_triton_us,torch_eager_us,dram_floor_us\n")
+                f.write("float32,sigmoid,64,8,1,3.0,17.1,0.00\nfloat32,sigmoid,256,8,1,3.0,17.1,0.00\n")
+            r = call("floors", run, floor, "--anchor", anchor)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("| 1 | 64 | 1.00-1.00 | 0.50-0.50 | 1 |", r.stdout)
+            self.assertIn("| 1 | 256 | 1.00-1.00 | 1.50-1.50 | 1 |", r.stdout)
+            self.assertNotIn("| 16 |", r.stdout)  # no io floor for that cell
+            self.assertNotIn("| 65536 |", r.stdout)  # past --max-tokens
+            # speedups 2.0 and 1.2 now (geomean 1.55), 3.0 and 3.0 at the floors
+            self.assertIn("these 2 cells: 1.55x geomean now, 3.00x if every cell ran at its io floor", r.stdout)
+            r = call("floors", run, run)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("no cell of 'cuda' up to 1024 tokens has an io floor", r.stderr)
+
     def test_kernels_reads_code_size_registers_and_shared_memory_of_a_cubin(self):
         with tempfile.TemporaryDirectory() as d:
             a, b = os.path.join(d, "a.cubin"), os.path.join(d, "b.cubin")
