@@ -63,9 +63,9 @@ __device__ __forceinline__ void pdl_enter(bool trigger_first) {
 
 // Grids of up to this many warps trigger their dependents before the PDL
 // wait. H200, anchor grid, trigger first everywhere against after the wait
-// (docs/performance.md): 0.91-1.0x the time on grids of up to 512 warps
-// (T = 1 and 16, T = 128 below 4 warps per row, T = 1024 at E = 8 k <= 4),
-// 1.02-1.33x on grids of 1024 warps and more.
+// (docs/performance.md): 0.91-1.03x the time, most cells below 1, on grids
+// of up to 512 warps (T = 1 and 16, T = 128 with up to 4 warps per row,
+// T = 1024 at E = 8 k <= 4); 1.02-1.33x on grids of 1024 warps and more.
 constexpr long long kTriggerFirstMaxWarps = 512;
 
 inline bool trigger_first_for(unsigned blocks, unsigned threads) {
