@@ -2,7 +2,7 @@
 """Render routing_benchmark JSON into a Markdown report with SVG plots, or
 compare a run against a baseline.
 
-  render_report.py RUN.json [--baseline BASE.json] [--anchor ANCHOR.csv] --out DIR [--title T] [--command CMD]
+  render_report.py RUN.json [--baseline BASE.json] [--anchor ANCHOR.csv] [--io-floor IO_FLOOR.json] --out DIR [--title T] [--command CMD]
   render_report.py compare RUN.json BASE.json [--threshold 0.05] [--impl cuda]   # exit 1 on regression
       [--group experts] [--where experts=8 --where topk=8] [--cells]
   render_report.py stand RUN.json --anchor ANCHOR.csv [--impl cuda]   # the figures of docs/performance.md's stand table
@@ -133,6 +133,7 @@ def main(argv):
     ap.add_argument("--title", default="Router performance")
     ap.add_argument("--command", help="the command that produced the run, quoted in the report")
     ap.add_argument("--commit", help="source commit, when the run's context could not read it (a copy without .git)")
+    ap.add_argument("--io-floor", help="routing_benchmark --impls=io-floor JSON: a section with the cells against it")
     a = ap.parse_args(argv)
     if load.is_loader_json(a.run):
         context, rows = load.load_loader_json(a.run)
@@ -147,12 +148,27 @@ def main(argv):
             renamed = (key[0] + " (baseline)",) + key[1:]
             c.key = renamed
             cells[renamed] = c
-    floors = None
+    floors, anchor_cells = None, None
     if a.anchor:
         anchor_cells, floors = load.load_anchor_csv(a.anchor)
+    extra = None
+    if a.io_floor:
+        floor_context, floor_cells = load.load_benchmark_json(a.io_floor)
+        try:
+            table, speedups = iofloor.summarize(iofloor.io_floor_rows(cells, floor_cells), anchor_cells)
+        except ValueError as e:
+            print(f"report: {e}", file=sys.stderr)
+            return 2
+        extra = ["## The cells against their io floors", "",
+                 f"The io floor of a cell (`{os.path.basename(a.io_floor)}`, `routing_benchmark --impls=io-floor`): "
+                 "a kernel with the cell's bytes and PDL launch, one warp per row, that reads every logit after "
+                 "the wait and writes the k slots, and nothing else. What a cell takes above it is the router's own "
+                 "work. Cells up to 1024 rows (past that, one warp per row is no bound for few experts).", "",
+                 iofloor.format_floors(table, speedups, floor_context.get("launch_floor_us")), ""]
+    if anchor_cells:
         run_keys = {k[1:] for k in cells}
         cells.update({k: c for k, c in anchor_cells.items() if k[1:] in run_keys})
-    path = render.render(cells, context, a.out, a.title, a.command, floors)
+    path = render.render(cells, context, a.out, a.title, a.command, floors, extra)
     print(f"report: {path}")
     return 0
 

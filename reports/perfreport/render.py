@@ -33,7 +33,8 @@ def speedups(cells, fast_impl, slow_impl):
     return out
 
 
-def render(cells, context, out_dir, title, command=None, anchor_floors=None):
+def render(cells, context, out_dir, title, command=None, anchor_floors=None, extra_sections=None):
+    """extra_sections: Markdown lines appended at the end (the io floor table)."""
     os.makedirs(out_dir, exist_ok=True)
     copy_gbps = float(context.get("d2d_copy_gbps", DEFAULT_COPY_GBPS))
     impls = sorted({k[0] for k in cells})
@@ -104,6 +105,7 @@ def render(cells, context, out_dir, title, command=None, anchor_floors=None):
             md += [f"Cells where cuda is slower than {other} (speedup, tokens, experts, topk, dtype, norm):", ""]
             md += [f"- {v:.2f}x at T={key[0]} E={key[1]} k={key[2]} {key[3]} {key[4]}" for v, key in slow[:40]]
             md.append("")
+    md += list(extra_sections or [])
     with open(os.path.join(out_dir, "README.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(md) + "\n")
     return os.path.join(out_dir, "README.md")

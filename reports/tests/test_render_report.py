@@ -188,6 +188,15 @@ class RenderTest(unittest.TestCase):
             r = call("floors", run, run)
             self.assertEqual(r.returncode, 2)
             self.assertIn("no cell of 'cuda' up to 1024 tokens has an io floor", r.stderr)
+            # The same table as a section of the rendered report.
+            out = os.path.join(d, "report")
+            r = call(run, "--anchor", anchor, "--io-floor", floor, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "README.md")) as f:
+                md = f.read()
+            self.assertIn("## The cells against their io floors", md)
+            self.assertIn("| 1 | 256 | 1.00-1.00 | 1.50-1.50 | 1 |", md)
+            self.assertNotIn("io-floor |", md)  # not an implementation of the speedup tables
 
     def test_kernels_reads_code_size_registers_and_shared_memory_of_a_cubin(self):
         with tempfile.TemporaryDirectory() as d:
