@@ -18,6 +18,7 @@ struct BenchOptions {
   int filter_rows = 0;     // cuda::LaunchOptions::filter_rows
   bool force_round_selection = false;  // cuda::LaunchOptions::force_round_selection
   bool force_threshold_selection = false;  // cuda::LaunchOptions::force_threshold_selection
+  long long io_floor_max_blocks = 0;  // io-floor cells: cap the grid (its warps then loop over rows); 0: a warp per row
 };
 
 // Reports a cell that cannot run on this machine, in whichever way this

@@ -15,6 +15,8 @@
 //                     path (tier-table tuning; cells the forced path cannot run are reported
 //                     as errors)
 //   --filter-rows=N   filter path: rows per warp task, 1-16 (default: the launch chooses)
+//   --io-floor-blocks=N  io-floor cells: at most N blocks of 8 warps, each warp looping over rows
+//                     (default: a warp per row), to see what the grid's size costs
 //   --force-rounds    register path: select by rounds, never by the threshold filter
 //   --force-threshold register path: threshold selection at any row count (warp-per-row tiers, 8+ experts per lane)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
@@ -26,6 +28,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,6 +53,22 @@ bool take_flag(const char* arg, const char* name, std::string* value) {
   return true;
 }
 
+// The integer value of `flag`, in [lo, hi]; ArgumentError names the flag and
+// the value otherwise (std::stoi alone would end the run in terminate).
+long long flag_integer(const char* flag, const std::string& value, long long lo,
+                       long long hi = std::numeric_limits<int>::max()) {
+  std::size_t used = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (value.empty() || used != value.size() || x < lo || x > hi)
+    musespark::throw_argument_error(flag, "'", value, "' is not an integer in [", lo, ", ", hi, "]");
+  return x;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -65,24 +84,34 @@ int main(int argc, char** argv) {
   BenchOptions options;
   std::map<std::string, std::string> axes;
   std::vector<char*> rest = {argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    std::string v;
-    if (take_flag(argv[i], "--preset", &v)) preset = v;
-    else if (take_flag(argv[i], "--impls", &v)) impls = musespark::perf::split_list(v);
-    else if (take_flag(argv[i], "--flush-l2", &v)) options.flush_l2 = true;
-    else if (take_flag(argv[i], "--no-pdl", &v)) options.pdl = false;
-    else if (take_flag(argv[i], "--graph-launches", &v)) options.graph_launches = std::stoi(v);
-    else if (take_flag(argv[i], "--force-path", &v)) options.force_path = std::stoi(v);
-    else if (take_flag(argv[i], "--filter-rows", &v)) options.filter_rows = std::stoi(v);
-    else if (take_flag(argv[i], "--force-rounds", &v)) options.force_round_selection = true;
-    else if (take_flag(argv[i], "--force-threshold", &v)) options.force_threshold_selection = true;
-    else if (bool taken = false; [&] {
-               for (const char* axis : {"tokens", "experts", "topk", "dtypes", "norms", "padding"})
-                 if (take_flag(argv[i], (std::string("--") + axis).c_str(), &v)) axes[axis] = v, taken = true;
-               return taken;
-             }()) {
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string v;
+      if (take_flag(argv[i], "--preset", &v)) preset = v;
+      else if (take_flag(argv[i], "--impls", &v)) impls = musespark::perf::split_list(v);
+      else if (take_flag(argv[i], "--flush-l2", &v)) options.flush_l2 = true;
+      else if (take_flag(argv[i], "--no-pdl", &v)) options.pdl = false;
+      else if (take_flag(argv[i], "--graph-launches", &v))
+        options.graph_launches = static_cast<int>(flag_integer("--graph-launches", v, 1));
+      else if (take_flag(argv[i], "--force-path", &v))
+        options.force_path = static_cast<int>(flag_integer("--force-path", v, 0));
+      else if (take_flag(argv[i], "--filter-rows", &v))
+        options.filter_rows = static_cast<int>(flag_integer("--filter-rows", v, 0));
+      else if (take_flag(argv[i], "--io-floor-blocks", &v))
+        options.io_floor_max_blocks = flag_integer("--io-floor-blocks", v, 0);
+      else if (take_flag(argv[i], "--force-rounds", &v)) options.force_round_selection = true;
+      else if (take_flag(argv[i], "--force-threshold", &v)) options.force_threshold_selection = true;
+      else if (bool taken = false; [&] {
+                 for (const char* axis : {"tokens", "experts", "topk", "dtypes", "norms", "padding"})
+                   if (take_flag(argv[i], (std::string("--") + axis).c_str(), &v)) axes[axis] = v, taken = true;
+                 return taken;
+               }()) {
+      }
+      else rest.push_back(argv[i]);
     }
-    else rest.push_back(argv[i]);
+  } catch (const musespark::ArgumentError& e) {
+    std::cerr << "routing_benchmark: " << e.what() << "\n";
+    return 2;
   }
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
@@ -124,6 +153,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("graph_launches", std::to_string(options.graph_launches));
   benchmark::AddCustomContext("force_path", std::to_string(options.force_path));
   benchmark::AddCustomContext("filter_rows", std::to_string(options.filter_rows));
+  benchmark::AddCustomContext("io_floor_max_blocks", std::to_string(options.io_floor_max_blocks));
   benchmark::AddCustomContext("selection", options.force_round_selection       ? "rounds (forced)"
                                           : options.force_threshold_selection ? "threshold where the tier has it (forced)"
                                                                               : "automatic");
