@@ -175,8 +175,7 @@ double describe_gpu_and_measure_copy_bandwidth() {
 void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw) {
   const bool io_floor = cell.impl == "io-floor";
   const std::int64_t row_bytes = cell.experts * static_cast<std::int64_t>(dtype_size(cell.dtype));
-  if (io_floor && io_floor_unsupported(row_bytes) != nullptr)
-    return skip_cell(state, io_floor_unsupported(row_bytes));
+  if (const char* why = io_floor ? io_floor_unsupported(row_bytes) : nullptr) return skip_cell(state, why);
   const std::int64_t T = cell.tokens, E = cell.experts, k = cell.topk;
   DeviceBuffer logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype));
   DeviceBuffer bias(static_cast<std::size_t>(E) * 4), weights(static_cast<std::size_t>(T * k) * 4),

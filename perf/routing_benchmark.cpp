@@ -57,14 +57,8 @@ bool take_flag(const char* arg, const char* name, std::string* value) {
 // the value otherwise (std::stoi alone would end the run in terminate).
 long long flag_integer(const char* flag, const std::string& value, long long lo,
                        long long hi = std::numeric_limits<int>::max()) {
-  std::size_t used = 0;
   long long x = 0;
-  try {
-    x = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (value.empty() || used != value.size() || x < lo || x > hi)
+  if (!musespark::perf::parse_whole_integer(value, &x) || x < lo || x > hi)
     musespark::throw_argument_error(flag, "'", value, "' is not an integer in [", lo, ", ", hi, "]");
   return x;
 }
@@ -173,9 +167,11 @@ int main(int argc, char** argv) {
   }
 
   for (const Cell& cell : cells) {
-    auto* b = benchmark::RegisterBenchmark(cell.name().c_str(), [cell, options, copy_bw, cuda_why](benchmark::State& st) {
+    const bool gpu_cell = cell.impl == "cuda" || cell.impl == "io-floor";  // timed by run_cuda_cell
+    auto* b = benchmark::RegisterBenchmark(cell.name().c_str(),
+                                           [cell, gpu_cell, options, copy_bw, cuda_why](benchmark::State& st) {
       try {
-        if (cell.impl == "cuda" || cell.impl == "io-floor") {
+        if (gpu_cell) {
 #ifdef MUSESPARK_HAVE_CUDA
           if (cuda_why.empty()) return musespark::perf::run_cuda_cell(st, cell, options, copy_bw);
 #endif
@@ -196,7 +192,7 @@ int main(int argc, char** argv) {
     // A fixed count: each iteration already replays a graph of many launches,
     // and letting the library grow the count for microsecond cells would
     // spend seconds of host synchronization per cell.
-    b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(cell.impl == "cuda" || cell.impl == "io-floor" ? 20 : 10);
+    b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(gpu_cell ? 20 : 10);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -82,17 +82,21 @@ std::vector<Normalization> parse_norms(const std::string& list) {
   return out;
 }
 
+bool parse_whole_integer(const std::string& text, long long* value) {
+  std::size_t used = 0;
+  try {
+    *value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == text.size();
+}
+
 std::vector<std::int64_t> parse_sizes(const std::string& axis, const std::string& list) {
   std::vector<std::int64_t> out;
   for (const std::string& v : split_list(list)) {
-    std::size_t used = 0;
     long long n = 0;
-    try {
-      n = std::stoll(v, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != v.size() || n < 1) throw ArgumentError("--" + axis + ": '" + v + "' is not a positive integer");
+    if (!parse_whole_integer(v, &n) || n < 1) throw ArgumentError("--" + axis + ": '" + v + "' is not a positive integer");
     out.push_back(n);
   }
   if (out.empty()) throw ArgumentError("--" + axis + " is empty");

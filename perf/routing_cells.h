@@ -50,5 +50,8 @@ std::vector<Normalization> parse_norms(const std::string& list);
 std::vector<DType> parse_dtypes(const std::string& list);
 std::vector<bool> parse_padding(const std::string& list);
 std::vector<std::int64_t> parse_sizes(const std::string& axis, const std::string& list);
+// Whether `text` is a whole integer (no sign-only, no trailing characters,
+// within long long), and then its value in *value.
+bool parse_whole_integer(const std::string& text, long long* value);
 
 }  // namespace musespark::perf

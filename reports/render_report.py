@@ -83,15 +83,12 @@ def main(argv):
         ap.add_argument("--max-tokens", type=int, default=1024)
         a = ap.parse_args(argv[1:])
         _, cells = load.load_benchmark_json(a.run)
-        floor_context, floor_cells = load.load_benchmark_json(a.io_floor)
         anchor_cells = load.load_anchor_csv(a.anchor)[0] if a.anchor else None
         try:
-            table, speedups = iofloor.summarize(iofloor.io_floor_rows(cells, floor_cells, a.impl, a.max_tokens),
-                                               anchor_cells)
+            print(iofloor.floors_table(cells, a.io_floor, anchor_cells, a.impl, a.max_tokens))
         except ValueError as e:
             print(f"floors: {e}", file=sys.stderr)
             return 2
-        print(iofloor.format_floors(table, speedups, floor_context.get("launch_floor_us")))
         return 0
 
     if argv and argv[0] == "kernels":
@@ -153,9 +150,8 @@ def main(argv):
         anchor_cells, floors = load.load_anchor_csv(a.anchor)
     extra = None
     if a.io_floor:
-        floor_context, floor_cells = load.load_benchmark_json(a.io_floor)
         try:
-            table, speedups = iofloor.summarize(iofloor.io_floor_rows(cells, floor_cells), anchor_cells)
+            table = iofloor.floors_table(cells, a.io_floor, anchor_cells)
         except ValueError as e:
             print(f"report: {e}", file=sys.stderr)
             return 2
@@ -164,7 +160,7 @@ def main(argv):
                  "a kernel with the cell's bytes and PDL launch, one warp per row, that reads every logit after "
                  "the wait and writes the k slots, and nothing else. What a cell takes above it is the router's own "
                  "work. Cells up to 1024 rows (past that, one warp per row is no bound for few experts).", "",
-                 iofloor.format_floors(table, speedups, floor_context.get("launch_floor_us")), ""]
+                 table, ""]
     if anchor_cells:
         run_keys = {k[1:] for k in cells}
         cells.update({k: c for k, c in anchor_cells.items() if k[1:] in run_keys})

@@ -261,12 +261,13 @@ PY
       # Each anchor cell's io floor (perf/io_floor_kernel.cuh: the cell's
       # bytes and launch, no selection; it ignores the normalization, so
       # sigmoid cells only), for render_report.py floors.
+      tag=${IOFLOOR_TAG:-io_floor}
       log "io floor of the anchor grid's cells ($bench)"
       $bench --impls=io-floor --tokens=1,16,128,1024,8192,65536 --experts=8,64,128,256,512 --topk=1,4,8 \
         --dtypes=float32,bfloat16 --norms=sigmoid --benchmark_repetitions=3 \
-        --benchmark_out="$OUT/${IOFLOOR_TAG:-io_floor}.json" --benchmark_out_format=json > "$LOGS/${IOFLOOR_TAG:-io_floor}.log" 2>&1 \
-        || { tail -5 "$LOGS/${IOFLOOR_TAG:-io_floor}.log"; status=1; }
-      grep -o '"launch_floor_us": "[^"]*"' "$OUT/${IOFLOOR_TAG:-io_floor}.json" | tee -a "$OUT/summary.log" ;;
+        --benchmark_out="$OUT/$tag.json" --benchmark_out_format=json > "$LOGS/$tag.log" 2>&1 \
+        || { tail -5 "$LOGS/$tag.log"; status=1; }
+      grep -o '"launch_floor_us": "[^"]*"' "$OUT/$tag.json" | tee -a "$OUT/summary.log" ;;
     pdl)
       for flag in "" --no-pdl; do
         log "decode cells, PDL ${flag:-on}"

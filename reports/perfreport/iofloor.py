@@ -5,6 +5,7 @@ own arithmetic and selection; the io floor itself is the launch, the loads
 after the PDL wait and the stores, which no router kernel avoids. At large
 batches of few experts one warp per row is not the fastest way to move the
 bytes, so the io floor there is no bound: the report stops at max_tokens."""
+from .load import load_benchmark_json
 from .render import geomean
 
 IO_FLOOR_IMPL = "io-floor"
@@ -66,3 +67,11 @@ def format_floors(table, speedups, launch_floor_us=None):
         out.append(f"speedup over upstream on these {speedups['cells']} cells: {speedups['now']:.2f}x geomean now, "
                    f"{speedups['at_io_floor']:.2f}x if every cell ran at its io floor")
     return "\n".join(out)
+
+
+def floors_table(cells, floor_path, anchor_cells=None, impl="cuda", max_tokens=1024):
+    """The table of format_floors for `cells` against the io floor run in floor_path (ValueError when no cell
+    has an io floor there)."""
+    floor_context, floor_cells = load_benchmark_json(floor_path)
+    table, speedups = summarize(io_floor_rows(cells, floor_cells, impl, max_tokens), anchor_cells)
+    return format_floors(table, speedups, floor_context.get("launch_floor_us"))
