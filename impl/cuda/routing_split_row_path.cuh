@@ -5,9 +5,11 @@
 // is the decode latency; here each warp's chain covers 64 experts.
 //
 // Each warp selects its slice's top-k with the register path's rounds and
-// writes them, in key order, to shared memory; warp 0 then merges the W
-// sorted lists (lane w holds the head of list w; a round is the same
-// group-wide max / min-index pair). Softmax takes the row maximum and the
+// writes them, in key order, to shared memory; then up to 32 entries warp 0
+// ranks them by shuffles, up to k = 32 the block ranks them (each entry's
+// count of the entries above it split over a few threads), and above that
+// warp 0 merges the W sorted lists by rounds (lane w holds the head of list
+// w; a round is the same group-wide max / min-index pair). Softmax takes the row maximum and the
 // fixed-point sum across warps through shared memory. Keys are unique and
 // the sum is fixed point, so the result equals the other paths bit for bit.
 #pragma once
@@ -26,9 +28,13 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   constexpr int kMaxK = W * S < kMaxTopK ? W * S : kMaxTopK;
   constexpr int kSlotsPerLane = (kMaxK + 31) / 32;
   static_assert(P % V == 0 && M == P, "split-row shape");
-  __shared__ std::uint32_t cand_ord[W][kMaxK];  // each warp's top-k, key order; 0 ends a list
-  __shared__ std::uint32_t cand_expert[W][kMaxK];
-  __shared__ float cand_score[W][kMaxK];
+  // Each warp's top-k in key order; 0 ends a list. The odd pitch puts the
+  // same place of different lists in different banks (the block rank reads
+  // one place of several lists at once).
+  constexpr int kPitch = kMaxK + 1;
+  __shared__ std::uint32_t cand_ord[W][kPitch];
+  __shared__ std::uint32_t cand_expert[W][kPitch];
+  __shared__ float cand_score[W][kPitch];
   __shared__ float warp_max[W];  // block_softmax_shares' scratch
   __shared__ std::uint64_t warp_sum[W];
   __shared__ std::uint32_t warp_nan[W];
@@ -156,7 +162,53 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
       continue;
     }
 
-    // ---- warp 0, larger W * k: merge the W sorted lists by rounds ----------
+    // ---- the block, W * k > 32 and k <= 32: rank the entries in parallel -----
+    // Warp 0 alone needs k rounds (or 64 shuffles) here, while the other
+    // warps wait at the barrier: about half the row's time on the SM at
+    // E = 512, k = 8. Instead Q threads share an entry (Q the largest power
+    // of two <= min(32 / k, W), so the W * k entries take at most the
+    // block's 32 W threads), each counting the entries above it in W / Q of
+    // the lists, and the Q counts are added by shuffles. The order and the
+    // slots are those of the rank above (entry index w * k + j breaks ties
+    // of equal ords, as the lists lie in expert order).
+    if (p.topk <= 32) {  // block-uniform
+      const int k = p.topk;
+      const int n = W * k;
+      int q_log = 0;
+      while ((2 << q_log) <= W && (2 << q_log) * k <= 32) ++q_log;
+      const int Q = 1 << q_log;
+      const int a = threadIdx.x >> q_log;  // this thread's entry
+      const int q = threadIdx.x & (Q - 1);  // and its share of the lists
+      const bool have = a < n;
+      const int my_w = have ? a / k : 0, my_j = have ? a % k : 0;
+      const std::uint32_t my_ord = have ? cand_ord[my_w][my_j] : 0u;
+      int above = 0;
+      const int lists = W >> q_log;
+      for (int w = q * lists; w < (q + 1) * lists; ++w)
+        for (int j = 0; j < k; ++j) {
+          const std::uint32_t o = cand_ord[w][j];
+          above += (o > my_ord || (o == my_ord && w * k + j < a)) ? 1 : 0;
+        }
+      for (int off = 1; off < Q; off *= 2) above += __shfl_xor_sync(0xFFFFFFFFu, above, off);
+      if (have && q == 0 && my_ord != 0u && above < k)
+        ranked_expert[above] = cand_expert[my_w][my_j], ranked_score[above] = cand_score[my_w][my_j];
+      __syncthreads();
+      if (warp == 0) {
+        const std::uint32_t slot_expert = lane < k ? ranked_expert[lane] : 0u;
+        const float slot_score = lane < k ? ranked_score[lane] : 0.0f;
+        float selected_sum = 0.0f;  // slot order, as the rounds sum
+        for (int r = 0; r < k; ++r) selected_sum += __shfl_sync(0xFFFFFFFFu, slot_score, r);
+        if (lane < k) {
+          const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+          store_slot(p, row, lane, rm::routing_weight(slot_score, denominator, p.route_scale),
+                     static_cast<std::int32_t>(slot_expert));
+        }
+      }
+      __syncthreads();  // the lists and the slots are reused by the next row
+      continue;
+    }
+
+    // ---- warp 0, k > 32: merge the W sorted lists by rounds ----------
     if (warp == 0) {
       int head = 0;
       auto read_head = [&](std::uint32_t& o, std::uint32_t& e, float& sc) {

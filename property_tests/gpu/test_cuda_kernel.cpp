@@ -335,6 +335,39 @@ TEST(CudaKernel, BlockRankPathEqualsTheOtherPaths) {
     }
 }
 
+// The split-row path's three ways to merge the warps' lists: warp 0's rank
+// (W * k <= 32), the block's rank (W * k > 32, k <= 32: k = 5-32 across
+// W = 2-8 warps, one to four threads per entry) and warp 0's rounds
+// (k > 32), with ties (quantized logits), infinities and NaNs, and slices
+// past E that hold no expert (E = 65, 200, 300, 500). Equal to the
+// reference and, bit for bit, to the shared-memory path.
+TEST(CudaKernel, SplitRowPathEqualsTheOtherPaths) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal, harness::LogitsDistribution::kQuantized,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs};
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {65, 128, 200, 256, 300, 384, 500, 512})
+    for (std::int64_t k : {2, 5, 8, 9, 16, 17, 32, 33}) {
+      for (std::int64_t tokens : {1, 3, 130}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = tokens;
+        cfg.logits = dists[seed % 4];
+        cfg.logits_dtype = seed % 3 == 0 ? DType::kBFloat16 : DType::kFloat32;
+        cfg.normalization = (seed / 4) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.padding = tokens > 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
+        cfg.seed = seed++;
+        const RoutingCase c(cfg);
+        const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " T=" + std::to_string(tokens) +
+                                  " logits " + std::to_string(static_cast<int>(cfg.logits));
+        testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = 4}), {.force_path = 2},
+                                                "split-row vs shared, " + where);
+      }
+    }
+}
+
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
   SKIP_WITHOUT_GPU();
   CaseConfig cfg;
