@@ -222,6 +222,18 @@ cudaError_t launch_split_row_tier(const KernelParams& kp, cudaStream_t stream, b
   const bool vector_ok = kp.logits_col_stride == 1 && kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
                          (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
   const unsigned blocks = grid_for(kp.num_tokens);
+  if constexpr (W > 1) {  // W * k > 32 with k <= 32: the block merges (W = 1 never has both)
+    if (W * kp.topk > 32 && kp.topk <= 32) {
+      if (kp.softmax) {
+        if (vector_ok)
+          return launch_kernel(route_split_row_kernel<T, W, kVec, true, true>, blocks, 0, stream, pdl, kp, 32 * W);
+        return launch_kernel(route_split_row_kernel<T, W, 1, true, true>, blocks, 0, stream, pdl, kp, 32 * W);
+      }
+      if (vector_ok)
+        return launch_kernel(route_split_row_kernel<T, W, kVec, false, true>, blocks, 0, stream, pdl, kp, 32 * W);
+      return launch_kernel(route_split_row_kernel<T, W, 1, false, true>, blocks, 0, stream, pdl, kp, 32 * W);
+    }
+  }
   if (kp.softmax) {
     if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec, true>, blocks, 0, stream, pdl, kp, 32 * W);
     return launch_kernel(route_split_row_kernel<T, W, 1, true>, blocks, 0, stream, pdl, kp, 32 * W);

@@ -20,7 +20,11 @@ namespace musespark::cuda {
 
 constexpr int kSplitRowExpertsPerWarp = 64;
 
-template <typename T, int W, int V, bool kSoftmax>  // kSoftmax: as for the register path
+// kSoftmax: as for the register path. kBlockMerge: the kernel for W * k > 32
+// and k <= 32, with the block's rank as its only merge; the others keep
+// warp 0's rank and rounds and no block rank (compiled into the same
+// kernel, the block rank made rows that never ran it 5-7% slower).
+template <typename T, int W, int V, bool kSoftmax, bool kBlockMerge = false>
 __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelParams p) {
   constexpr int P = kSplitRowExpertsPerWarp / 32;  // experts per lane
   constexpr int M = P;                             // the lane's list holds all of them: no refills
@@ -31,7 +35,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   // Each warp's top-k in key order; 0 ends a list. The odd pitch puts the
   // same place of different lists in different banks (the block rank reads
   // one place of several lists at once).
-  constexpr int kPitch = kMaxK + 1;
+  constexpr int kPitch = kBlockMerge ? kMaxK + 1 : kMaxK;
   __shared__ std::uint32_t cand_ord[W][kPitch];
   __shared__ std::uint32_t cand_expert[W][kPitch];
   __shared__ float cand_score[W][kPitch];
@@ -75,7 +79,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     // ---- k = 1: each warp's best expert, then the best of the W ------------
     // No candidate lists and no merge loop: one round per warp, one over the
     // warps' winners (decode at k = 1 is bound by this chain).
-    if (p.topk == 1) {  // block-uniform
+    if (!kBlockMerge && p.topk == 1) {  // block-uniform
       const LaneBest mine =
           lane_best<P>([&](int i) { return valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u; }, expert_of, s);
       const RoundPick warp_pick = group_round_pick<32>(mine.ord, mine.expert);
@@ -132,7 +136,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     // in key order), so only the ords are shuffled. Rank r < k is slot r, as the rounds below would fill
     // it. Empty entries (ord 0, a slice with fewer than k experts) rank below
     // every real one and take no slot; the row has at least k real ones.
-    if (W * p.topk <= 32) {  // block-uniform
+    if (!kBlockMerge && W * p.topk <= 32) {  // block-uniform
       if (warp == 0) {
         const int k = p.topk;
         const bool have = lane < W * k;
@@ -171,7 +175,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     // the lists, and the Q counts are added by shuffles. The order and the
     // slots are those of the rank above (entry index w * k + j breaks ties
     // of equal ords, as the lists lie in expert order).
-    if (p.topk <= 32) {  // block-uniform
+    if constexpr (kBlockMerge) {  // the launch checked W * k > 32 and k <= 32
       const int k = p.topk;
       const int n = W * k;
       int q_log = 0;
@@ -206,47 +210,47 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
       }
       __syncthreads();  // the lists and the slots are reused by the next row
       continue;
-    }
-
-    // ---- warp 0, k > 32: merge the W sorted lists by rounds ----------
-    if (warp == 0) {
-      int head = 0;
-      auto read_head = [&](std::uint32_t& o, std::uint32_t& e, float& sc) {
-        const bool have = lane < W && head < p.topk;
-        o = have ? cand_ord[lane < W ? lane : 0][have ? head : 0] : 0u;
-        e = have ? cand_expert[lane < W ? lane : 0][have ? head : 0] : 0xFFFFFFFFu;
-        sc = have ? cand_score[lane < W ? lane : 0][have ? head : 0] : 0.0f;
-      };
-      std::uint32_t h_ord, h_expert;
-      float h_score;
-      read_head(h_ord, h_expert, h_score);
-      float selected_sum = 0.0f;
-      std::int32_t slot_id[kSlotsPerLane] = {};
-      float slot_score[kSlotsPerLane] = {};
+    } else {
+      // ---- warp 0, k > 32: merge the W sorted lists by rounds ----------
+      if (warp == 0) {
+        int head = 0;
+        auto read_head = [&](std::uint32_t& o, std::uint32_t& e, float& sc) {
+          const bool have = lane < W && head < p.topk;
+          o = have ? cand_ord[lane < W ? lane : 0][have ? head : 0] : 0u;
+          e = have ? cand_expert[lane < W ? lane : 0][have ? head : 0] : 0xFFFFFFFFu;
+          sc = have ? cand_score[lane < W ? lane : 0][have ? head : 0] : 0.0f;
+        };
+        std::uint32_t h_ord, h_expert;
+        float h_score;
+        read_head(h_ord, h_expert, h_score);
+        float selected_sum = 0.0f;
+        std::int32_t slot_id[kSlotsPerLane] = {};
+        float slot_score[kSlotsPerLane] = {};
 #pragma unroll
-      for (int c = 0; c < kSlotsPerLane; ++c) {
-        for (int l = 0; l < 32; ++l) {
-          const int j = c * 32 + l;  // warp-uniform
-          if (j >= p.topk) break;
-          const RoundPick pick = group_round_pick<32>(h_ord, h_expert);
-          const std::uint32_t expert = pick.expert;
-          const float score = __shfl_sync(0xFFFFFFFFu, h_score, static_cast<int>((expert / S) % 32));
-          if (pick.taken) {
-            ++head;
-            read_head(h_ord, h_expert, h_score);
+        for (int c = 0; c < kSlotsPerLane; ++c) {
+          for (int l = 0; l < 32; ++l) {
+            const int j = c * 32 + l;  // warp-uniform
+            if (j >= p.topk) break;
+            const RoundPick pick = group_round_pick<32>(h_ord, h_expert);
+            const std::uint32_t expert = pick.expert;
+            const float score = __shfl_sync(0xFFFFFFFFu, h_score, static_cast<int>((expert / S) % 32));
+            if (pick.taken) {
+              ++head;
+              read_head(h_ord, h_expert, h_score);
+            }
+            selected_sum += score;
+            if (lane == l) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
           }
-          selected_sum += score;
-          if (lane == l) slot_id[c] = static_cast<std::int32_t>(expert), slot_score[c] = score;
+        }
+        const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+#pragma unroll
+        for (int c = 0; c < kSlotsPerLane; ++c) {
+          const int j = c * 32 + lane;
+          if (j < p.topk) store_slot(p, row, j, rm::routing_weight(slot_score[c], denominator, p.route_scale), slot_id[c]);
         }
       }
-      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-#pragma unroll
-      for (int c = 0; c < kSlotsPerLane; ++c) {
-        const int j = c * 32 + lane;
-        if (j < p.topk) store_slot(p, row, j, rm::routing_weight(slot_score[c], denominator, p.route_scale), slot_id[c]);
-      }
+      __syncthreads();  // the candidate lists and reductions are reused by the next row
     }
-    __syncthreads();  // the candidate lists and reductions are reused by the next row
   }
 }
 
