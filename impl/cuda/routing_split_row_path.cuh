@@ -20,6 +20,22 @@ namespace musespark::cuda {
 
 constexpr int kSplitRowExpertsPerWarp = 64;
 
+// Warp 0, after a rank: slot r is the entry of rank r (lanes below k hold
+// one each); the weights come from the slot-order sum, as the rounds sum.
+__device__ __forceinline__ void store_ranked_slots(const KernelParams& p, std::int64_t row, int k,
+                                                   const std::uint32_t* ranked_expert, const float* ranked_score) {
+  const int lane = threadIdx.x % 32;
+  const std::uint32_t slot_expert = lane < k ? ranked_expert[lane] : 0u;
+  const float slot_score = lane < k ? ranked_score[lane] : 0.0f;
+  float selected_sum = 0.0f;
+  for (int r = 0; r < k; ++r) selected_sum += __shfl_sync(0xFFFFFFFFu, slot_score, r);
+  if (lane < k) {
+    const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+    store_slot(p, row, lane, rm::routing_weight(slot_score, denominator, p.route_scale),
+               static_cast<std::int32_t>(slot_expert));
+  }
+}
+
 // kSoftmax: as for the register path. kBlockMerge: the kernel for W * k > 32
 // and k <= 32, with the block's rank as its only merge; the others keep
 // warp 0's rank and rounds and no block rank (compiled into the same
@@ -152,15 +168,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
         }
         if (my_ord != 0u && rank < k) ranked_expert[rank] = my_expert, ranked_score[rank] = my_score;
         __syncwarp();
-        const std::uint32_t slot_expert = lane < k ? ranked_expert[lane] : 0u;
-        const float slot_score = lane < k ? ranked_score[lane] : 0.0f;
-        float selected_sum = 0.0f;  // slot order, as the rounds sum
-        for (int r = 0; r < k; ++r) selected_sum += __shfl_sync(0xFFFFFFFFu, slot_score, r);
-        if (lane < k) {
-          const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-          store_slot(p, row, lane, rm::routing_weight(slot_score, denominator, p.route_scale),
-                     static_cast<std::int32_t>(slot_expert));
-        }
+        store_ranked_slots(p, row, k, ranked_expert, ranked_score);
       }
       __syncthreads();  // the lists are reused by the next row
       continue;
@@ -198,15 +206,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
         ranked_expert[above] = cand_expert[my_w][my_j], ranked_score[above] = cand_score[my_w][my_j];
       __syncthreads();
       if (warp == 0) {
-        const std::uint32_t slot_expert = lane < k ? ranked_expert[lane] : 0u;
-        const float slot_score = lane < k ? ranked_score[lane] : 0.0f;
-        float selected_sum = 0.0f;  // slot order, as the rounds sum
-        for (int r = 0; r < k; ++r) selected_sum += __shfl_sync(0xFFFFFFFFu, slot_score, r);
-        if (lane < k) {
-          const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-          store_slot(p, row, lane, rm::routing_weight(slot_score, denominator, p.route_scale),
-                     static_cast<std::int32_t>(slot_expert));
-        }
+        store_ranked_slots(p, row, k, ranked_expert, ranked_score);
       }
       __syncthreads();  // the lists and the slots are reused by the next row
       continue;

@@ -300,22 +300,22 @@ TEST(CudaKernel, RankingKernelOnEveryRowCountItTakes) {
     }
 }
 
-// The block-rank path (one block per row, one expert per thread) on every
-// width it has (2-16 warps, the last one partly or wholly empty), k across
-// the 32-entry warp lists (k = 31-33: a warp lists all its experts from
-// k = 32), forced on 1030 rows too, where a block takes several rows (the
-// grid is capped) and padded rows sit between them. Equal to the reference
-// and, bit for bit, to the shared-memory path.
-TEST(CudaKernel, BlockRankPathEqualsTheOtherPaths) {
-  SKIP_WITHOUT_GPU();
+// Every (E, k, tokens) with k <= E, the logits distribution (normal,
+// quantized: ties, infinities, NaNs), dtype, normalization and layout
+// rotating with a seed that the test seed pins, padded rows past one token:
+// the forced path against the reference and, bit for bit, the shared-memory
+// path.
+void expect_forced_path_equals_shared(int path, const std::string& name, std::initializer_list<std::int64_t> experts,
+                                      std::initializer_list<std::int64_t> topks,
+                                      std::initializer_list<std::int64_t> tokens_list) {
   const harness::LogitsDistribution dists[] = {
       harness::LogitsDistribution::kNormal, harness::LogitsDistribution::kQuantized,
       harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs};
   std::uint64_t seed = testing::test_seed();
-  for (std::int64_t E : {33, 40, 64, 100, 128, 129, 200, 256, 300, 384, 500, 512})
-    for (std::int64_t k : {1, 2, 8, 31, 32, 33, 64}) {
+  for (std::int64_t E : experts)
+    for (std::int64_t k : topks) {
       if (k > E) continue;
-      for (std::int64_t tokens : {1, 3, 1030}) {
+      for (std::int64_t tokens : tokens_list) {
         CaseConfig cfg;
         cfg.experts = E;
         cfg.topk = k;
@@ -329,10 +329,22 @@ TEST(CudaKernel, BlockRankPathEqualsTheOtherPaths) {
         const RoutingCase c(cfg);
         const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " T=" + std::to_string(tokens) +
                                   " logits " + std::to_string(static_cast<int>(cfg.logits));
-        testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = 6}), {.force_path = 2},
-                                                "block-rank vs shared, " + where);
+        testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = path}), {.force_path = 2},
+                                                name + " vs shared, " + where);
       }
     }
+}
+
+// The block-rank path (one block per row, one expert per thread) on every
+// width it has (2-16 warps, the last one partly or wholly empty), k across
+// the 32-entry warp lists (k = 31-33: a warp lists all its experts from
+// k = 32), forced on 1030 rows too, where a block takes several rows (the
+// grid is capped) and padded rows sit between them. Equal to the reference
+// and, bit for bit, to the shared-memory path.
+TEST(CudaKernel, BlockRankPathEqualsTheOtherPaths) {
+  SKIP_WITHOUT_GPU();
+  expect_forced_path_equals_shared(6, "block-rank", {33, 40, 64, 100, 128, 129, 200, 256, 300, 384, 500, 512},
+                                   {1, 2, 8, 31, 32, 33, 64}, {1, 3, 1030});
 }
 
 // The split-row path's three ways to merge the warps' lists: warp 0's rank
@@ -343,29 +355,8 @@ TEST(CudaKernel, BlockRankPathEqualsTheOtherPaths) {
 // reference and, bit for bit, to the shared-memory path.
 TEST(CudaKernel, SplitRowPathEqualsTheOtherPaths) {
   SKIP_WITHOUT_GPU();
-  const harness::LogitsDistribution dists[] = {
-      harness::LogitsDistribution::kNormal, harness::LogitsDistribution::kQuantized,
-      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs};
-  std::uint64_t seed = testing::test_seed();
-  for (std::int64_t E : {65, 128, 200, 256, 300, 384, 500, 512})
-    for (std::int64_t k : {2, 5, 8, 9, 16, 17, 32, 33}) {
-      for (std::int64_t tokens : {1, 3, 130}) {
-        CaseConfig cfg;
-        cfg.experts = E;
-        cfg.topk = k;
-        cfg.tokens = tokens;
-        cfg.logits = dists[seed % 4];
-        cfg.logits_dtype = seed % 3 == 0 ? DType::kBFloat16 : DType::kFloat32;
-        cfg.normalization = (seed / 4) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
-        cfg.padding = tokens > 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
-        cfg.seed = seed++;
-        const RoutingCase c(cfg);
-        const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " T=" + std::to_string(tokens) +
-                                  " logits " + std::to_string(static_cast<int>(cfg.logits));
-        testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = 4}), {.force_path = 2},
-                                                "split-row vs shared, " + where);
-      }
-    }
+  expect_forced_path_equals_shared(4, "split-row", {65, 128, 200, 256, 300, 384, 500, 512}, {2, 5, 8, 9, 16, 17, 32, 33},
+                                   {1, 3, 130});
 }
 
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
