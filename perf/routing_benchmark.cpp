@@ -12,8 +12,8 @@
 //   --graph-launches=N  launches per replayed graph (default 20)
 //   --force-path=N    1 register path, 2 shared-memory path, 3 register path with scalar loads,
 //                     4 split-row path, 5 row-per-thread path, 6 block-rank path, 7 filter
-//                     path (tier-table tuning; cells the forced path cannot run are reported
-//                     as errors)
+//                     path, 8 block-threshold path (tier-table tuning; cells the forced path
+//                     cannot run are reported as errors)
 //   --filter-rows=N   filter path: rows per warp task, 1-16 (default: the launch chooses)
 //   --io-floor-blocks=N  io-floor cells: at most N blocks of 8 warps, each warp looping over rows
 //                     (default: a warp per row), to see what the grid's size costs

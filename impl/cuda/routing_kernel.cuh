@@ -74,7 +74,8 @@ struct LaunchOptions {
   // with scalar loads even when vector loads are possible, 4 = split-row
   // path (E <= 512), 5 = row-per-thread path (thread_row_unsupported says
   // when it cannot run), 6 = block-rank path (E <= 512), 7 = filter path
-  // (filter_unsupported says when it cannot run).
+  // (filter_unsupported says when it cannot run), 8 = block-threshold path
+  // (E <= 512).
   int force_path = 0;
   // Filter path: rows per warp task (1-16); 0 lets the launch choose. For
   // tuning.

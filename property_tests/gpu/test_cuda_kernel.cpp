@@ -359,6 +359,17 @@ TEST(CudaKernel, SplitRowPathEqualsTheOtherPaths) {
                                    {1, 3, 130});
 }
 
+// The block-threshold path on every width it has (2-16 warps, the last
+// partly or wholly empty), k below, at and above the warp count (k > W:
+// tau 0, every expert a candidate), more than 32 candidates (ties,
+// infinities, k > W: every thread ranks one), forced on 1030 rows too,
+// where a block takes several rows and padded rows sit between them.
+TEST(CudaKernel, BlockThresholdPathEqualsTheOtherPaths) {
+  SKIP_WITHOUT_GPU();
+  expect_forced_path_equals_shared(8, "block-threshold", {33, 40, 64, 100, 128, 129, 200, 256, 300, 384, 500, 512},
+                                   {1, 2, 4, 8, 9, 16, 17, 33, 64}, {1, 3, 1030});
+}
+
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
   SKIP_WITHOUT_GPU();
   CaseConfig cfg;
@@ -491,14 +502,15 @@ TEST(CudaKernel, RowOffsetsBeyond2To31Elements) {
 TEST(Sanitizer, RepresentativeSubset) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {7, 64, 256, 512, 1000}) {
-    for (int path : {0, 2, 4, 6}) {
+    for (int path : {0, 2, 4, 6, 8}) {
       if (path != 0 && E > 512) continue;
       CaseConfig cfg;
       cfg.experts = E;
       cfg.topk = std::min<std::int64_t>(E, 8);
       // 1030: threshold selection's shared memory too, and the block-rank
-      // path's row loop (its grid is capped at 1024 blocks).
-      cfg.tokens = (path == 0 && E > 128 && E <= 512) || path == 6 ? 1030 : 67;
+      // and block-threshold paths' row loop (their grid is capped at 1024
+      // blocks).
+      cfg.tokens = (path == 0 && E > 128 && E <= 512) || path == 6 || path == 8 ? 1030 : 67;
       cfg.normalization = E % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
       cfg.padding = harness::PaddingMode::kSparse;
       cfg.extra_cols = 1;

@@ -1,0 +1,139 @@
+// Block-threshold path of the router kernel, for few rows and E <= 512:
+// one block of W = E / 32 warps (rounded up) owns a row, one expert per
+// thread, as in the block-rank path, but no warp ranks its experts. The
+// block-rank path's per-warp ranking (32 shuffles in each of W warps) is
+// what made it lose at E = 512, where 16 warps share four schedulers; here
+// each warp contributes one reduction:
+//  1. each thread scores its expert (the block-rank path's arithmetic);
+//  2. each warp's largest key (one redux.sync) goes to shared memory;
+//  3. warp 0 takes tau = the k-th largest of the W warp maxima: k warps
+//     hold an expert at or above it, so the row's top k all reach it (when
+//     k > W, or fewer than k warps hold an expert, tau is 0 and every
+//     expert qualifies);
+//  4. the experts whose key reaches tau (a few more than k on real rows)
+//     are compacted into shared memory: one ballot and one shared-memory
+//     atomic per warp, in any order;
+//  5. each candidate counts the candidates above it in the 64-bit key order
+//     (unique: the expert index breaks ties), in warp 0 when there are at
+//     most 32 of them, else one per thread; rank r < k is output slot r;
+//  6. the k slot threads sum the selected scores in slot order and write.
+// The arithmetic and the key order are every other path's, so the bits are
+// too (tested against the shared-memory path).
+#pragma once
+
+#include "routing_block_rank_path.cuh"  // block_rank_key, kBlockRankMaxWarps
+
+namespace musespark::cuda {
+
+template <typename T, int W, bool kSoftmax>
+__global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const KernelParams p) {
+  static_assert(W >= 1 && W <= kBlockRankMaxWarps, "block-threshold shape");
+  __shared__ std::uint64_t cand_key[W * 32];  // step 4's candidates, in arrival order
+  __shared__ float cand_score[W * 32];
+  __shared__ std::uint32_t warp_best[W];      // step 2
+  __shared__ std::uint32_t row_tau;           // step 3
+  __shared__ int cand_count;
+  __shared__ std::int32_t slot_expert[kMaxTopK];
+  __shared__ float slot_score[kMaxTopK];
+  __shared__ float warp_max[W];  // block_softmax_shares' scratch
+  __shared__ std::uint32_t warp_nan[W];
+  __shared__ std::uint64_t warp_sum[W];
+
+  pdl_enter(p.trigger_first);
+
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  const int expert = threadIdx.x;
+  const int E = p.num_experts;
+  const int k = p.topk;
+
+  for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row_is_padded(p, row)) {  // the whole block takes this branch
+      if (expert < k) store_slot(p, row, expert, 0.0f, -1);
+      continue;
+    }
+    if (threadIdx.x == 0) cand_count = 0;  // read after the barrier below
+
+    // ---- 1. the thread's expert's score -------------------------------------
+    const bool valid[1] = {expert < E};
+    const float b = valid[0] ? p.bias[expert] : 0.0f;
+    float s[1];
+    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+    load_lane_logits<T, 1, 1>(p, row_ptr, valid, [expert](int) { return expert; }, s);
+    if constexpr (!kSoftmax) {
+      sigmoid_scores(s);
+    } else {
+      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
+    }
+    // + 1: ord 0 marks a thread without an expert, below every real key.
+    const std::uint32_t ord = valid[0] ? rm::ordered_score(s[0] + b) + 1u : 0u;
+
+    // ---- 2. each warp's largest key -------------------------------------------
+    const std::uint32_t best = group_max_u32<32>(ord);
+    if (lane == 0) warp_best[warp] = best;
+    __syncthreads();
+
+    // ---- 3. tau = the k-th largest warp maximum (warp 0) ---------------------
+    if (warp == 0) {
+      const std::uint32_t mine = lane < W ? warp_best[lane] : 0u;
+      const int above = warp_rank_by_ord(mine, W);
+      const unsigned at_k = __ballot_sync(0xFFFFFFFFu, lane < W && above == k - 1);
+      // No k-th maximum (k > W): 0, every expert qualifies.
+      const std::uint32_t tau = at_k != 0u ? __shfl_sync(0xFFFFFFFFu, mine, __ffs(at_k) - 1) : 0u;
+      if (lane == 0) row_tau = tau;
+    }
+    __syncthreads();
+
+    // ---- 4. the candidates: keys at or above tau -------------------------------
+    const bool is_cand = ord != 0u && ord >= row_tau;
+    const unsigned cand_mask = __ballot_sync(0xFFFFFFFFu, is_cand);
+    int base = 0;
+    if (lane == 0 && cand_mask != 0u) base = atomicAdd(&cand_count, __popc(cand_mask));
+    base = __shfl_sync(0xFFFFFFFFu, base, 0);
+    if (is_cand) {
+      const int at = base + __popc(cand_mask & ((1u << lane) - 1u));
+      cand_key[at] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
+      cand_score[at] = s[0];
+    }
+    __syncthreads();
+    const int n = cand_count;
+
+    // Output slot j from the k slots in shared memory: the slot-order sum,
+    // as the rounds of the other paths add.
+    auto write_slot = [&](int j) {
+      float selected_sum = 0.0f;
+      for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+      store_slot(p, row, j, rm::routing_weight(slot_score[j], denominator, p.route_scale), slot_expert[j]);
+    };
+    // Candidate c's rank among the n: its slot when below k. The row has at
+    // least k experts (k <= E) and all of the top k are candidates, so every
+    // slot is written.
+    auto rank_candidate = [&](int c) {
+      const std::uint64_t mine = cand_key[c];
+      int above = 0;
+#pragma unroll 4
+      for (int j = 0; j < n; ++j) above += cand_key[j] > mine ? 1 : 0;
+      if (above < k) {
+        slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine));
+        slot_score[above] = cand_score[c];
+      }
+    };
+
+    // ---- 5 and 6 -------------------------------------------------------------------
+    if (n <= 32) {  // block-uniform; the usual case: no second barrier
+      if (warp == 0) {
+        if (lane < n) rank_candidate(lane);
+        __syncwarp();
+        if (lane < k) write_slot(lane);
+      }
+    } else {  // many candidates (k > W, mass ties): every thread ranks one
+      if (static_cast<int>(threadIdx.x) < n) rank_candidate(threadIdx.x);
+      __syncthreads();
+      if (expert < k) write_slot(expert);
+    }
+    if (row + gridDim.x < p.num_tokens) __syncthreads();  // shared memory is reused by the next row
+  }
+}
+
+}  // namespace musespark::cuda
