@@ -265,21 +265,28 @@ cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool 
   return launch_block_rank_tier<T, 16>(kp, stream, pdl);
 }
 
-template <typename T, int W>
+template <typename T, int W, int V>
 cudaError_t launch_block_threshold_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   const unsigned blocks = grid_for(kp.num_tokens < kBlockRankMaxBlocks ? kp.num_tokens : kBlockRankMaxBlocks);
-  if (kp.softmax) return launch_kernel(route_block_threshold_kernel<T, W, true>, blocks, 0, stream, pdl, kp, 32 * W);
-  return launch_kernel(route_block_threshold_kernel<T, W, false>, blocks, 0, stream, pdl, kp, 32 * W);
+  if (kp.softmax) return launch_kernel(route_block_threshold_kernel<T, W, true, V>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(route_block_threshold_kernel<T, W, false, V>, blocks, 0, stream, pdl, kp, 32 * W);
+}
+
+template <typename T, int V>
+cudaError_t launch_block_threshold_v(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const int E = kp.num_experts;
+  if (E <= 64) return launch_block_threshold_tier<T, 2, V>(kp, stream, pdl);
+  if (E <= 128) return launch_block_threshold_tier<T, 4, V>(kp, stream, pdl);
+  if (E <= 256) return launch_block_threshold_tier<T, 8, V>(kp, stream, pdl);
+  if (E <= 384) return launch_block_threshold_tier<T, 12, V>(kp, stream, pdl);
+  return launch_block_threshold_tier<T, 16, V>(kp, stream, pdl);
 }
 
 template <typename T>
-cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const int E = kp.num_experts;
-  if (E <= 64) return launch_block_threshold_tier<T, 2>(kp, stream, pdl);
-  if (E <= 128) return launch_block_threshold_tier<T, 4>(kp, stream, pdl);
-  if (E <= 256) return launch_block_threshold_tier<T, 8>(kp, stream, pdl);
-  if (E <= 384) return launch_block_threshold_tier<T, 12>(kp, stream, pdl);
-  return launch_block_threshold_tier<T, 16>(kp, stream, pdl);
+cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl, int variant) {
+  if (variant == 1) return launch_block_threshold_v<T, 1>(kp, stream, pdl);
+  if (variant == 2) return launch_block_threshold_v<T, 2>(kp, stream, pdl);
+  return launch_block_threshold_v<T, 0>(kp, stream, pdl);
 }
 
 template <typename T>
@@ -559,7 +566,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (options.force_path == 5 ||
       (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);
-  if (options.force_path == 8) return launch_block_threshold<T>(kp, stream, pdl);
+  if (options.force_path >= 8) return launch_block_threshold<T>(kp, stream, pdl, options.force_path - 8);
   if (options.force_path == 6 || (options.force_path == 0 && block_rank_preferred(kp)))
     return launch_block_rank<T>(kp, stream, pdl);
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
