@@ -1,15 +1,15 @@
-// Block-threshold path of the router kernel, for few rows and E <= 512:
-// one block of W = E / 32 warps (rounded up) owns a row, one expert per
-// thread, as in the block-rank path, but no warp ranks its experts. The
-// block-rank path's per-warp ranking (32 shuffles in each of W warps) is
-// what made it lose at E = 512, where 16 warps share four schedulers; here
-// each warp contributes one reduction:
+// Block-threshold path of the router kernel, for few rows, E <= 512
+// (block_threshold_preferred in routing_kernel_impl.cuh says where it
+// runs): one block of W = E / 32 warps (rounded up) owns a row, one expert
+// per thread, as in the block-rank path, but no warp ranks its experts.
+// The block-rank path's per-warp ranking (32 shuffles in each of W warps)
+// is what made it lose at E = 512, where 16 warps share four schedulers;
+// here each warp contributes one reduction:
 //  1. each thread scores its expert (the block-rank path's arithmetic);
 //  2. each warp's largest key (one redux.sync) goes to shared memory;
-//  3. warp 0 takes tau = the k-th largest of the W warp maxima: k warps
-//     hold an expert at or above it, so the row's top k all reach it (when
-//     k > W, or fewer than k warps hold an expert, tau is 0 and every
-//     expert qualifies);
+//  3. tau = the k-th largest of the W warp maxima: k warps hold an expert
+//     at or above it, so the row's top k all reach it (when k > W, or fewer
+//     than k warps hold an expert, tau is 0 and every expert qualifies);
 //  4. the experts whose key reaches tau (a few more than k on real rows)
 //     are compacted into shared memory: one ballot and one shared-memory
 //     atomic per warp, in any order;
@@ -19,24 +19,28 @@
 //  6. the k slot threads sum the selected scores in slot order and write.
 // The arithmetic and the key order are every other path's, so the bits are
 // too (tested against the shared-memory path).
+//
+// Where step 3 runs was measured (H200, E = 128-512, T = 1 and 128, k = 1,
+// 4, 8): every warp computing tau itself (W shuffles each, no barrier)
+// against warp 0 computing it and a barrier: with sigmoid 0.87-0.93x the
+// time at E = 256-512, k = 8; with softmax, whose scores already cost the
+// block two barriers, 1.0-1.06x. A third form (each warp's candidates in
+// a segment of its own instead of the atomic) was slower than both.
 #pragma once
 
 #include "routing_block_rank_path.cuh"  // block_rank_key, kBlockRankMaxWarps
 
 namespace musespark::cuda {
 
-// kVariant (experiment): 0 = tau in warp 0 + atomic compaction (3 barriers);
-// 1 = tau in every warp + per-warp segments (2 barriers, no atomics);
-// 2 = tau in every warp + atomic compaction (2 barriers).
-template <typename T, int W, bool kSoftmax, int kVariant>
+template <typename T, int W, bool kSoftmax>
 __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const KernelParams p) {
   static_assert(W >= 1 && W <= kBlockRankMaxWarps, "block-threshold shape");
+  constexpr bool kTauInEveryWarp = !kSoftmax;  // step 3, as measured (above)
   __shared__ std::uint64_t cand_key[W * 32];  // step 4's candidates, in arrival order
   __shared__ float cand_score[W * 32];
   __shared__ std::uint32_t warp_best[W];      // step 2
-  __shared__ std::uint32_t row_tau;           // step 3
+  __shared__ std::uint32_t row_tau;           // step 3, computed in warp 0
   __shared__ int cand_count;
-  __shared__ int warp_count[W];  // variant 1: candidates of warp w at [32 w, 32 w + warp_count[w])
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
   __shared__ float warp_max[W];  // block_softmax_shares' scratch
@@ -56,7 +60,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
       if (expert < k) store_slot(p, row, expert, 0.0f, -1);
       continue;
     }
-    if (threadIdx.x == 0) cand_count = 0;  // read after the barrier below
+    if (threadIdx.x == 0) cand_count = 0;  // added to after the barrier of step 2
 
     // ---- 1. the thread's expert's score -------------------------------------
     const bool valid[1] = {expert < E};
@@ -78,7 +82,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     __syncthreads();
 
     // ---- 3. tau = the k-th largest warp maximum --------------------------------
-    auto warp_tau = [&]() {
+    auto kth_warp_best = [&]() {
       const std::uint32_t mine = lane < W ? warp_best[lane] : 0u;
       const int above = warp_rank_by_ord(mine, W);
       const unsigned at_k = __ballot_sync(0xFFFFFFFFu, lane < W && above == k - 1);
@@ -86,42 +90,30 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
       return at_k != 0u ? __shfl_sync(0xFFFFFFFFu, mine, __ffs(at_k) - 1) : 0u;
     };
     std::uint32_t tau;
-    if constexpr (kVariant == 0) {
+    if constexpr (kTauInEveryWarp) {
+      tau = kth_warp_best();
+    } else {
       if (warp == 0) {
-        const std::uint32_t t = warp_tau();
+        const std::uint32_t t = kth_warp_best();
         if (lane == 0) row_tau = t;
       }
       __syncthreads();
       tau = row_tau;
-    } else {
-      tau = warp_tau();
     }
 
     // ---- 4. the candidates: keys at or above tau -------------------------------
     const bool is_cand = ord != 0u && ord >= tau;
     const unsigned cand_mask = __ballot_sync(0xFFFFFFFFu, is_cand);
-    const int below_me = __popc(cand_mask & ((1u << lane) - 1u));
-    int n = 0;
-    if constexpr (kVariant == 1) {
-      if (is_cand) {
-        cand_key[warp * 32 + below_me] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
-        cand_score[warp * 32 + below_me] = s[0];
-      }
-      if (lane == 0) warp_count[warp] = __popc(cand_mask);
-      __syncthreads();
-#pragma unroll
-      for (int w = 0; w < W; ++w) n += warp_count[w];
-    } else {
-      int base = 0;
-      if (lane == 0 && cand_mask != 0u) base = atomicAdd(&cand_count, __popc(cand_mask));
-      base = __shfl_sync(0xFFFFFFFFu, base, 0);
-      if (is_cand) {
-        cand_key[base + below_me] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
-        cand_score[base + below_me] = s[0];
-      }
-      __syncthreads();
-      n = cand_count;
+    int base = 0;
+    if (lane == 0 && cand_mask != 0u) base = atomicAdd(&cand_count, __popc(cand_mask));
+    base = __shfl_sync(0xFFFFFFFFu, base, 0);
+    if (is_cand) {
+      const int at = base + __popc(cand_mask & ((1u << lane) - 1u));
+      cand_key[at] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
+      cand_score[at] = s[0];
     }
+    __syncthreads();
+    const int n = cand_count;
 
     // Output slot j from the k slots in shared memory: the slot-order sum,
     // as the rounds of the other paths add.
@@ -146,43 +138,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     };
 
     // ---- 5 and 6 -------------------------------------------------------------------
-    if (kVariant == 1 && n <= 32) {  // the segments' entries gathered into warp 0 by shuffles
-      if (warp == 0) {
-        // Lane i takes candidate i of the concatenated segments.
-        std::uint64_t mine = 0;
-        float my_score = 0.0f;
-        int off = 0;
-#pragma unroll
-        for (int w = 0; w < W; ++w) {
-          const int c = warp_count[w];
-          if (lane >= off && lane < off + c) mine = cand_key[w * 32 + lane - off], my_score = cand_score[w * 32 + lane - off];
-          off += c;
-        }
-        int above = 0;
-        for (int j = 0; j < n; ++j) {
-          const std::uint64_t o = __shfl_sync(0xFFFFFFFFu, mine, j);
-          above += o > mine ? 1 : 0;
-        }
-        if (lane < n && above < k) {
-          slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine));
-          slot_score[above] = my_score;
-        }
-        __syncwarp();
-        if (lane < k) write_slot(lane);
-      }
-    } else if (kVariant == 1) {  // many candidates: compact the segments first (rare)
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        int at = 0;
-        for (int w = 0; w < W; ++w)
-          for (int c = 0; c < warp_count[w]; ++c, ++at)
-            cand_key[at] = cand_key[w * 32 + c], cand_score[at] = cand_score[w * 32 + c];
-      }
-      __syncthreads();
-      if (static_cast<int>(threadIdx.x) < n) rank_candidate(threadIdx.x);
-      __syncthreads();
-      if (expert < k) write_slot(expert);
-    } else if (n <= 32) {  // block-uniform; the usual case: no second barrier
+    if (n <= 32) {  // block-uniform; the usual case: no further block barrier
       if (warp == 0) {
         if (lane < n) rank_candidate(lane);
         __syncwarp();

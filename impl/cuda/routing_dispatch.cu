@@ -110,16 +110,16 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
   if (p.num_experts > kSharedPathMaxExperts)
     fail("num_experts = ", p.num_experts, " is above the kernel's maximum ", kSharedPathMaxExperts);
   if (p.topk > kMaxTopK) fail("topk = ", p.topk, " is above the kernel's maximum ", kMaxTopK);
-  if (options.force_path < 0 || options.force_path > 10)
+  if (options.force_path < 0 || options.force_path > 8)
     fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4, 5, 6, 7 or 8");
   if (options.filter_rows < 0 || options.filter_rows > kFilterMaxRows)
     fail("LaunchOptions::filter_rows = ", options.filter_rows, " is not in [0, ", kFilterMaxRows, "]");
   if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4 || options.force_path == 6 ||
-      options.force_path >= 8) {
+      options.force_path == 8) {
     if (p.num_experts > kRegisterPathMaxExperts)
       fail(options.force_path == 4   ? "the split-row path"
            : options.force_path == 6 ? "the block-rank path"
-           : options.force_path >= 8 ? "the block-threshold path"
+           : options.force_path == 8 ? "the block-threshold path"
                                      : "the register path",
            " was forced but num_experts = ", p.num_experts, " > ", kRegisterPathMaxExperts);
   }

@@ -265,28 +265,21 @@ cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool 
   return launch_block_rank_tier<T, 16>(kp, stream, pdl);
 }
 
-template <typename T, int W, int V>
+template <typename T, int W>
 cudaError_t launch_block_threshold_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   const unsigned blocks = grid_for(kp.num_tokens < kBlockRankMaxBlocks ? kp.num_tokens : kBlockRankMaxBlocks);
-  if (kp.softmax) return launch_kernel(route_block_threshold_kernel<T, W, true, V>, blocks, 0, stream, pdl, kp, 32 * W);
-  return launch_kernel(route_block_threshold_kernel<T, W, false, V>, blocks, 0, stream, pdl, kp, 32 * W);
-}
-
-template <typename T, int V>
-cudaError_t launch_block_threshold_v(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const int E = kp.num_experts;
-  if (E <= 64) return launch_block_threshold_tier<T, 2, V>(kp, stream, pdl);
-  if (E <= 128) return launch_block_threshold_tier<T, 4, V>(kp, stream, pdl);
-  if (E <= 256) return launch_block_threshold_tier<T, 8, V>(kp, stream, pdl);
-  if (E <= 384) return launch_block_threshold_tier<T, 12, V>(kp, stream, pdl);
-  return launch_block_threshold_tier<T, 16, V>(kp, stream, pdl);
+  if (kp.softmax) return launch_kernel(route_block_threshold_kernel<T, W, true>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(route_block_threshold_kernel<T, W, false>, blocks, 0, stream, pdl, kp, 32 * W);
 }
 
 template <typename T>
-cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl, int variant) {
-  if (variant == 1) return launch_block_threshold_v<T, 1>(kp, stream, pdl);
-  if (variant == 2) return launch_block_threshold_v<T, 2>(kp, stream, pdl);
-  return launch_block_threshold_v<T, 0>(kp, stream, pdl);
+cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const int E = kp.num_experts;
+  if (E <= 64) return launch_block_threshold_tier<T, 2>(kp, stream, pdl);
+  if (E <= 128) return launch_block_threshold_tier<T, 4>(kp, stream, pdl);
+  if (E <= 256) return launch_block_threshold_tier<T, 8>(kp, stream, pdl);
+  if (E <= 384) return launch_block_threshold_tier<T, 12>(kp, stream, pdl);
+  return launch_block_threshold_tier<T, 16>(kp, stream, pdl);
 }
 
 template <typename T>
@@ -415,6 +408,8 @@ cudaError_t launch_filter(const KernelParams& kp_in, cudaStream_t stream, bool p
 // block-wide reductions), E = 256 k = 4 (even) and E = 512 (k = 4 1.18-1.25x:
 // 16 warps share four schedulers); at 1024 rows 1.2-1.8x (a block per row
 // issues more than a warp per row, and issue bounds there).
+// E in (128, 512] with k in (4, 8] has since gone to the block-threshold
+// path, checked first (block_threshold_preferred).
 constexpr std::int64_t kBlockRankMaxRows = 128;
 
 inline bool block_rank_preferred(const KernelParams& kp) {
@@ -424,6 +419,25 @@ inline bool block_rank_preferred(const KernelParams& kp) {
   // about even at 128 rows, softmax 1.16x.
   if (E > 256 && E <= kRegisterPathMaxExperts && kp.topk == 1 && !kp.softmax) return kp.num_tokens <= 16;
   return E > 64 && E <= 256 && kp.num_tokens <= kBlockRankMaxRows && (kp.topk > 4 || (E <= 128 && kp.topk > 1));
+}
+
+// Where the block-threshold path runs (checked before the block-rank
+// path): E in (128, 512], k in (4, 8], up to kBlockRankMaxRows rows.
+// Forced against the tier table before it on the H200 (2026-11-30,
+// T = 1 and 128, both dtypes and normalizations, E = 128 / 256 / 512,
+// k = 1 / 4 / 8): E = 512 k = 8 0.86-0.88x the time with sigmoid and
+// 0.92-0.94x with softmax (the split-row path before), E = 256 k = 8
+// 0.91-0.92x sigmoid and 0.97-0.99x softmax (the block-rank path before).
+// It lost at k = 1 (1.4-1.6x: its steps after the scores take about
+// 0.4 us more than one round over the warp winners), at E = 512 k = 4
+// (1.07-1.11x), E = 256 k = 4 softmax (1.05x; sigmoid even at T = 1,
+// 0.94-0.96x at 128 rows, left as it was) and at E = 128 k = 8, where
+// k > W = 4 makes every expert a candidate (1.7-2x). E = 384 is not
+// measured.
+inline bool block_threshold_preferred(const KernelParams& kp) {
+  const int E = kp.num_experts;
+  return E > 128 && E <= kRegisterPathMaxExperts && kp.topk > 4 && kp.topk <= 8 &&
+         kp.num_tokens <= kBlockRankMaxRows;
 }
 
 // Up to this many rows, E in (128, 512] takes the split-row path: a block of
@@ -447,7 +461,7 @@ constexpr int kThresholdSelectMinExperts = 129;
 // at any row count (H200, fp32, T <= 128, k = 8: sigmoid 0.80-0.84x the
 // time, softmax 0.90-0.92x; k = 4 and E = 512 are not faster, so they keep
 // the split-row path; docs/performance.md). Up to kBlockRankMaxRows the
-// block-rank path, checked first, takes these cells.
+// block-threshold path, checked first, takes these cells with k <= 8.
 inline bool decode_prefers_threshold(const KernelParams& kp) {
   return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
 }
@@ -566,7 +580,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (options.force_path == 5 ||
       (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
     return launch_thread_row<T>(kp, stream, pdl);
-  if (options.force_path >= 8) return launch_block_threshold<T>(kp, stream, pdl, options.force_path - 8);
+  if (options.force_path == 8 || (options.force_path == 0 && block_threshold_preferred(kp)))
+    return launch_block_threshold<T>(kp, stream, pdl);
   if (options.force_path == 6 || (options.force_path == 0 && block_rank_preferred(kp)))
     return launch_block_rank<T>(kp, stream, pdl);
   if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&

@@ -366,8 +366,7 @@ TEST(CudaKernel, SplitRowPathEqualsTheOtherPaths) {
 // where a block takes several rows and padded rows sit between them.
 TEST(CudaKernel, BlockThresholdPathEqualsTheOtherPaths) {
   SKIP_WITHOUT_GPU();
-  for (int variant : {8, 9, 10})
-    expect_forced_path_equals_shared(variant, "block-threshold " + std::to_string(variant), {33, 40, 64, 100, 128, 129, 200, 256, 300, 384, 500, 512},
+  expect_forced_path_equals_shared(8, "block-threshold", {33, 40, 64, 100, 128, 129, 200, 256, 300, 384, 500, 512},
                                    {1, 2, 4, 8, 9, 16, 17, 33, 64}, {1, 3, 1030});
 }
 
@@ -503,7 +502,7 @@ TEST(CudaKernel, RowOffsetsBeyond2To31Elements) {
 TEST(Sanitizer, RepresentativeSubset) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {7, 64, 256, 512, 1000}) {
-    for (int path : {0, 2, 4, 6, 8, 9, 10}) {
+    for (int path : {0, 2, 4, 6, 8}) {
       if (path != 0 && E > 512) continue;
       CaseConfig cfg;
       cfg.experts = E;
