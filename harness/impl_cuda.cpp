@@ -107,6 +107,15 @@ ImplementationPtr make_cuda_block_rank_implementation() {
       [](const RoutingParams& p) { return p.num_experts <= cuda::kRegisterPathMaxExperts; });
 }
 
+// The block-threshold path (one block per row, tau from the warp maxima)
+// takes any row count up to 512 experts; the tier table sends it few rows
+// with k in (4, 8].
+ImplementationPtr make_cuda_block_threshold_implementation() {
+  return std::make_shared<CudaForcedPathImplementation>(
+      "cuda-block-threshold", "CUDA kernel, block-threshold path forced where it can run", 8,
+      [](const RoutingParams& p) { return p.num_experts <= cuda::kRegisterPathMaxExperts; });
+}
+
 // The filter path takes E a multiple of 32 in [64, 512] with k <= 8 and
 // vector-loadable logits, at any row count; the tier table sends it large
 // batches.

@@ -36,6 +36,10 @@ ImplementationPtr make_cuda_block_rank_implementation() {
   return std::make_shared<UnavailableImplementation>(
       "cuda-block-rank", "this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)");
 }
+ImplementationPtr make_cuda_block_threshold_implementation() {
+  return std::make_shared<UnavailableImplementation>(
+      "cuda-block-threshold", "this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)");
+}
 ImplementationPtr make_cuda_filter_implementation() {
   return std::make_shared<UnavailableImplementation>(
       "cuda-filter", "this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)");

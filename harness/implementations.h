@@ -48,6 +48,7 @@ ImplementationPtr make_cpu_implementation();
 ImplementationPtr make_cuda_implementation();
 ImplementationPtr make_cuda_row_per_thread_implementation();
 ImplementationPtr make_cuda_block_rank_implementation();
+ImplementationPtr make_cuda_block_threshold_implementation();
 ImplementationPtr make_cuda_filter_implementation();
 ImplementationPtr make_torch_recipe_implementation();
 

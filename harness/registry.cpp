@@ -6,7 +6,8 @@ namespace musespark::harness {
 
 std::vector<ImplementationPtr> registered_implementations() {
   return {make_cpu_implementation(), make_cuda_implementation(), make_cuda_row_per_thread_implementation(),
-          make_cuda_block_rank_implementation(), make_cuda_filter_implementation(),
+          make_cuda_block_rank_implementation(), make_cuda_block_threshold_implementation(),
+          make_cuda_filter_implementation(),
           make_torch_recipe_implementation()};
 }
 

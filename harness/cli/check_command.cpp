@@ -1,7 +1,9 @@
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
@@ -80,16 +82,19 @@ int run_check(const CheckSettings& s) {
     rows.push_back(row);
   }
 
-  fmt::print("\n{:<19} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", "implementation", "cases", "tokens",
+  std::size_t name_width = std::string_view("implementation").size();
+  for (const ImplSummary& r : rows) name_width = std::max(name_width, r.name.size());
+  fmt::print("\n{:<{}} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", "implementation", name_width, "cases", "tokens",
              "near-ties", "beyond-fp32", "failed", "seconds", "");
   for (const ImplSummary& r : rows) {
     if (!r.ran) {
-      fmt::print("{:<19} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", r.name, "-", "-", "-", "-", "-", "-", r.note);
+      fmt::print("{:<{}} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8}  {}\n", r.name, name_width, "-", "-", "-", "-", "-", "-",
+                 r.note);
       continue;
     }
     std::string verdict = r.failed_cases == 0 ? "PASS" : (r.gating ? "FAIL" : "fails contract (baseline, not gating)");
-    fmt::print("{:<19} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8.2f}  {}: {}\n", r.name, r.cases, r.tokens, r.near_ties,
-               r.beyond, r.failed_cases, r.seconds, verdict, r.note);
+    fmt::print("{:<{}} {:>6} {:>8} {:>10} {:>11} {:>7} {:>8.2f}  {}: {}\n", r.name, name_width, r.cases, r.tokens,
+               r.near_ties, r.beyond, r.failed_cases, r.seconds, verdict, r.note);
   }
   fmt::print("\n{}\n", gating_failure ? "check: FAILED" : "check: all production implementations pass");
   return gating_failure ? 1 : 0;
