@@ -34,6 +34,44 @@ __device__ __forceinline__ std::uint64_t block_rank_key(std::uint32_t ord, std::
   return (static_cast<std::uint64_t>(ord) << 32) | (0xFFFFFFFFu - expert);
 }
 
+// Step 1 of the block-per-row paths (this one and the block-threshold
+// path): the thread's expert's score p (the register path's per-lane
+// arithmetic with one expert per lane) and its key, ord + 1 (0 for a
+// thread without an expert, below every real key). Every thread of the
+// block calls it (the softmax reductions cross the warps).
+struct BlockRowScore {
+  float score;
+  std::uint32_t ord;
+};
+
+template <typename T, int W, bool kSoftmax>
+__device__ __forceinline__ BlockRowScore block_row_score(const KernelParams& p, std::int64_t row, int expert,
+                                                         float (&warp_max)[W], std::uint32_t (&warp_nan)[W],
+                                                         std::uint64_t (&warp_sum)[W]) {
+  const bool valid[1] = {expert < p.num_experts};
+  const float b = valid[0] ? p.bias[expert] : 0.0f;
+  float s[1];
+  const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+  load_lane_logits<T, 1, 1>(p, row_ptr, valid, [expert](int) { return expert; }, s);
+  if constexpr (!kSoftmax) {
+    sigmoid_scores(s);
+  } else {
+    block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
+  }
+  return {s[0], valid[0] ? rm::ordered_score(s[0] + b) + 1u : 0u};
+}
+
+// Output slot j of a block-per-row path's row from the k slots in shared
+// memory: the weight over the slot-order sum, as the rounds of the other
+// paths add.
+__device__ __forceinline__ void store_block_row_slot(const KernelParams& p, std::int64_t row, int j, int k,
+                                                     const std::int32_t* slot_expert, const float* slot_score) {
+  float selected_sum = 0.0f;
+  for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
+  const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+  store_slot(p, row, j, rm::routing_weight(slot_score[j], denominator, p.route_scale), slot_expert[j]);
+}
+
 template <typename T, int W, bool kSoftmax>  // kSoftmax: one kernel per normalization, as the register path
 __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelParams p) {
   static_assert(W >= 1 && W <= kBlockRankMaxWarps, "block-rank shape");
@@ -50,7 +88,6 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int expert = threadIdx.x;
-  const int E = p.num_experts;
   const int k = p.topk;
   const int kc = k < 32 ? k : 32;  // entries each warp lists
 
@@ -60,30 +97,14 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
       continue;
     }
 
-    // ---- 1. the thread's expert's score (as the register path, P = 1) -----
-    const bool valid[1] = {expert < E};
-    const float b = valid[0] ? p.bias[expert] : 0.0f;
-    float s[1];
-    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
-    load_lane_logits<T, 1, 1>(p, row_ptr, valid, [expert](int) { return expert; }, s);
-    if constexpr (!kSoftmax) {
-      sigmoid_scores(s);
-    } else {
-      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
-    }
-    const std::uint32_t ord = valid[0] ? rm::ordered_score(s[0] + b) + 1u : 0u;
-    // Output slot j from the k slots in shared memory: the slot-order sum,
-    // as the rounds of the other paths add.
-    auto write_slot = [&](int j) {
-      float selected_sum = 0.0f;
-      for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
-      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-      store_slot(p, row, j, rm::routing_weight(slot_score[j], denominator, p.route_scale), slot_expert[j]);
-    };
+    // ---- 1. the thread's expert's score ------------------------------------
+    const BlockRowScore own = block_row_score<T, W, kSoftmax>(p, row, expert, warp_max, warp_nan, warp_sum);
+    const std::uint32_t ord = own.ord;
+    auto write_slot = [&](int j) { store_block_row_slot(p, row, j, k, slot_expert, slot_score); };
 
     if (k == 1) {  // block-uniform: each warp's best, then the best of the W
       const RoundPick warp_pick = group_round_pick<32>(ord, static_cast<std::uint32_t>(expert));
-      const float warp_score = __shfl_sync(0xFFFFFFFFu, s[0], static_cast<int>(warp_pick.expert % 32));
+      const float warp_score = __shfl_sync(0xFFFFFFFFu, own.score, static_cast<int>(warp_pick.expert % 32));
       if (lane == 0) cand_key[warp] = block_rank_key(warp_pick.ord, warp_pick.expert), cand_score[warp] = warp_score;
       __syncthreads();
       if (warp == 0) {
@@ -107,7 +128,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     const int rank = warp_rank_by_ord(ord, 32);
     if (rank < kc) {
       cand_key[warp * kc + rank] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
-      cand_score[warp * kc + rank] = s[0];
+      cand_score[warp * kc + rank] = own.score;
     }
     __syncthreads();
 

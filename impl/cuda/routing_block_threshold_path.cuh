@@ -52,7 +52,6 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int expert = threadIdx.x;
-  const int E = p.num_experts;
   const int k = p.topk;
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
@@ -63,18 +62,8 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     if (threadIdx.x == 0) cand_count = 0;  // added to after the barrier of step 2
 
     // ---- 1. the thread's expert's score -------------------------------------
-    const bool valid[1] = {expert < E};
-    const float b = valid[0] ? p.bias[expert] : 0.0f;
-    float s[1];
-    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
-    load_lane_logits<T, 1, 1>(p, row_ptr, valid, [expert](int) { return expert; }, s);
-    if constexpr (!kSoftmax) {
-      sigmoid_scores(s);
-    } else {
-      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
-    }
-    // + 1: ord 0 marks a thread without an expert, below every real key.
-    const std::uint32_t ord = valid[0] ? rm::ordered_score(s[0] + b) + 1u : 0u;
+    const BlockRowScore own = block_row_score<T, W, kSoftmax>(p, row, expert, warp_max, warp_nan, warp_sum);
+    const std::uint32_t ord = own.ord;
 
     // ---- 2. each warp's largest key -------------------------------------------
     const std::uint32_t best = group_max_u32<32>(ord);
@@ -110,19 +99,12 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     if (is_cand) {
       const int at = base + __popc(cand_mask & ((1u << lane) - 1u));
       cand_key[at] = block_rank_key(ord, static_cast<std::uint32_t>(expert));
-      cand_score[at] = s[0];
+      cand_score[at] = own.score;
     }
     __syncthreads();
     const int n = cand_count;
 
-    // Output slot j from the k slots in shared memory: the slot-order sum,
-    // as the rounds of the other paths add.
-    auto write_slot = [&](int j) {
-      float selected_sum = 0.0f;
-      for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
-      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-      store_slot(p, row, j, rm::routing_weight(slot_score[j], denominator, p.route_scale), slot_expert[j]);
-    };
+    auto write_slot = [&](int j) { store_block_row_slot(p, row, j, k, slot_expert, slot_score); };
     // Candidate c's rank among the n: its slot when below k. The row has at
     // least k experts (k <= E) and all of the top k are candidates, so every
     // slot is written.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "routing_kernel_common.cuh"
 #include "routing_block_rank_path.cuh"
@@ -243,43 +244,45 @@ cudaError_t launch_split_row_tier(const KernelParams& kp, cudaStream_t stream, b
   return launch_kernel(route_split_row_kernel<T, W, 1, false>, blocks, 0, stream, pdl, kp, 32 * W);
 }
 
-// Block-rank path: W warps per row, one expert per thread (E <= 32 * W).
-// Blocks are capped so that a forced launch on many rows also runs the
-// kernel's row loop (the tier table sends it few rows only).
+// The block-per-row paths (block-rank, block-threshold): W warps per row,
+// one expert per thread (E <= 32 * W). Blocks are capped so that a forced
+// launch on many rows also runs the kernels' row loop (the tier table
+// sends them few rows only).
 constexpr std::int64_t kBlockRankMaxBlocks = 1024;
 
-template <typename T, int W>
-cudaError_t launch_block_rank_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+template <auto kSigmoidKernel, auto kSoftmaxKernel, int W>
+cudaError_t launch_block_per_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   const unsigned blocks = grid_for(kp.num_tokens < kBlockRankMaxBlocks ? kp.num_tokens : kBlockRankMaxBlocks);
-  if (kp.softmax) return launch_kernel(route_block_rank_kernel<T, W, true>, blocks, 0, stream, pdl, kp, 32 * W);
-  return launch_kernel(route_block_rank_kernel<T, W, false>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(kp.softmax ? kSoftmaxKernel : kSigmoidKernel, blocks, 0, stream, pdl, kp, 32 * W);
+}
+
+// Calls launch(std::integral_constant<int, W>) with the block-per-row
+// paths' warps per row for E.
+template <typename Launch>
+cudaError_t with_block_row_warps(int E, Launch launch) {
+  if (E <= 64) return launch(std::integral_constant<int, 2>{});
+  if (E <= 128) return launch(std::integral_constant<int, 4>{});
+  if (E <= 256) return launch(std::integral_constant<int, 8>{});
+  if (E <= 384) return launch(std::integral_constant<int, 12>{});
+  return launch(std::integral_constant<int, 16>{});
 }
 
 template <typename T>
 cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const int E = kp.num_experts;
-  if (E <= 64) return launch_block_rank_tier<T, 2>(kp, stream, pdl);
-  if (E <= 128) return launch_block_rank_tier<T, 4>(kp, stream, pdl);
-  if (E <= 256) return launch_block_rank_tier<T, 8>(kp, stream, pdl);
-  if (E <= 384) return launch_block_rank_tier<T, 12>(kp, stream, pdl);
-  return launch_block_rank_tier<T, 16>(kp, stream, pdl);
-}
-
-template <typename T, int W>
-cudaError_t launch_block_threshold_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const unsigned blocks = grid_for(kp.num_tokens < kBlockRankMaxBlocks ? kp.num_tokens : kBlockRankMaxBlocks);
-  if (kp.softmax) return launch_kernel(route_block_threshold_kernel<T, W, true>, blocks, 0, stream, pdl, kp, 32 * W);
-  return launch_kernel(route_block_threshold_kernel<T, W, false>, blocks, 0, stream, pdl, kp, 32 * W);
+  return with_block_row_warps(kp.num_experts, [&](auto w) {
+    constexpr int W = decltype(w)::value;
+    return launch_block_per_row<route_block_rank_kernel<T, W, false>, route_block_rank_kernel<T, W, true>, W>(
+        kp, stream, pdl);
+  });
 }
 
 template <typename T>
 cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const int E = kp.num_experts;
-  if (E <= 64) return launch_block_threshold_tier<T, 2>(kp, stream, pdl);
-  if (E <= 128) return launch_block_threshold_tier<T, 4>(kp, stream, pdl);
-  if (E <= 256) return launch_block_threshold_tier<T, 8>(kp, stream, pdl);
-  if (E <= 384) return launch_block_threshold_tier<T, 12>(kp, stream, pdl);
-  return launch_block_threshold_tier<T, 16>(kp, stream, pdl);
+  return with_block_row_warps(kp.num_experts, [&](auto w) {
+    constexpr int W = decltype(w)::value;
+    return launch_block_per_row<route_block_threshold_kernel<T, W, false>, route_block_threshold_kernel<T, W, true>,
+                                W>(kp, stream, pdl);
+  });
 }
 
 template <typename T>
