@@ -1,5 +1,5 @@
 // Block-rank path of the router kernel, for few rows and E in (32, 512]
-// (block_rank_preferred in routing_kernel_impl.cuh says where it runs):
+// (block_rank_preferred in routing_tier_table.cuh says where it runs):
 // one block of W = E / 32 warps (rounded up) owns a row, one expert per
 // thread. Decode is bound by the dependent chain of one row, not by memory
 // (and, with many warps per row, by the issue slots they share: the tier

@@ -1,5 +1,5 @@
 // Block-threshold path of the router kernel, for few rows, E <= 512
-// (block_threshold_preferred in routing_kernel_impl.cuh says where it
+// (block_threshold_preferred in routing_tier_table.cuh says where it
 // runs): one block of W = E / 32 warps (rounded up) owns a row, one expert
 // per thread, as in the block-rank path, but no warp ranks its experts.
 // The block-rank path's per-warp ranking (32 shuffles in each of W warps)

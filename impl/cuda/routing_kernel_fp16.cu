@@ -1,5 +1,5 @@
 // Router kernel instantiations for __half logits.
-#include "routing_kernel_impl.cuh"
+#include "routing_tier_table.cuh"
 
 namespace musespark::cuda {
 

@@ -5,7 +5,7 @@
 // lane's experts grow with the register index.
 //
 // Selection. With one warp per row, 8+ experts per lane and many rows
-// (routing_kernel_impl.cuh decides), rows are first tried by threshold
+// (routing_tier_table.cuh decides), rows are first tried by threshold
 // selection (routing_threshold_select.cuh): the experts at or above a
 // threshold, ranked by pairwise compares. Elsewhere, and for rows it does
 // not take (too few or too many candidates), the round selection below
@@ -167,7 +167,7 @@ __device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const 
 // fits two blocks per SM in ~96 registers with no spill; three keep 24
 // warps resident at the price of a spill (28-120 bytes stored, by dtype
 // and variant; ptxas, sm_90a). Which one pays depends on the rows: the
-// launch picks (kSpillFreeMaxRows in routing_kernel_impl.cuh).
+// launch picks (kSpillFreeMaxRows in routing_tier_table.cuh).
 template <int P>
 inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 

@@ -131,7 +131,7 @@ TEST(FilterPath, LargeBatches) {
   }
 }
 
-// Where the tier table sends it (routing_kernel_impl.cuh, filter_preferred)
+// Where the tier table sends it (routing_tier_table.cuh, filter_preferred)
 // the path runs without being forced: E = 512 with k <= 4 from 8192 rows,
 // E = 384 and 512 from 16384, E = 256 with softmax from 32768.
 TEST(FilterPath, TakesLargeBatchesByItself) {

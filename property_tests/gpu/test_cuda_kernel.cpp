@@ -231,7 +231,7 @@ TEST(CudaKernel, ThresholdSelectionFastPathEdges) {
   }
 }
 
-// Decode tiers (routing_kernel_impl.cuh): few rows at E <= 32 take one warp
+// Decode tiers (routing_tier_table.cuh): few rows at E <= 32 take one warp
 // per row, E in (64, 256] with k > 4 (and k 2-4 up to E = 128) the
 // block-rank path, and E in (128, 256] with k > 4 threshold selection from
 // 129 rows; with one expert per lane (E <= 32) rows with

@@ -103,7 +103,7 @@ TEST(ThreadRowPath, SelectionEdges) {
     }
 }
 
-// Where the tier table sends it (routing_kernel_impl.cuh,
+// Where the tier table sends it (routing_tier_table.cuh,
 // thread_row_preferred) the path runs without being forced: one lane per
 // row at E <= 128, two at 192 and 256, four at 320.
 TEST(ThreadRowPath, TakesLargeBatchesByItself) {

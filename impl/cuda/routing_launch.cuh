@@ -1,0 +1,269 @@
+// Launch helpers of every path: grid and block sizes, the per-tier kernel
+// instantiations, shared-memory opt-ins. Which path and tier a call takes
+// is decided in routing_tier_table.cuh.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <type_traits>
+
+#include "routing_kernel_common.cuh"
+#include "routing_block_rank_path.cuh"
+#include "routing_block_threshold_path.cuh"
+#include "routing_filter_path.cuh"
+#include "routing_register_path.cuh"
+#include "routing_shared_path.cuh"
+#include "routing_split_row_path.cuh"
+#include "routing_thread_row_path.cuh"
+
+namespace musespark::cuda {
+
+template <typename Kernel>
+cudaError_t launch_kernel(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream,
+                          bool pdl, const KernelParams& kp, unsigned threads = kBlockThreads) {
+  KernelParams launched = kp;
+  launched.trigger_first = trigger_first_for(blocks, threads);
+  return launch_with_pdl(kernel, blocks, threads, smem, stream, pdl, launched);
+}
+
+// Enough blocks to cover the rows, capped so a grid-stride loop takes over.
+inline unsigned grid_for(std::int64_t work_items) {
+  constexpr std::int64_t kMaxBlocks = 1 << 20;
+  return static_cast<unsigned>(work_items < kMaxBlocks ? work_items : kMaxBlocks);
+}
+
+// Experts per vector load: up to 16 bytes, and a power of two that divides
+// P (P = 12 with 16-bit logits loads 4, not 8).
+template <typename T, int P>
+constexpr int register_tier_vector() {
+  int v = 16 / static_cast<int>(sizeof(T));
+  while (v > 1 && P % v != 0) v /= 2;
+  return v;
+}
+static_assert(register_tier_vector<float, 8>() == 4 && register_tier_vector<float, 12>() == 4 &&
+              register_tier_vector<__nv_bfloat16, 16>() == 8 && register_tier_vector<__nv_bfloat16, 12>() == 4 &&
+              register_tier_vector<__half, 2>() == 2 && register_tier_vector<float, 1>() == 1,
+              "vector width per tier");
+
+template <typename T, int G, int P, int kMinBlocks, bool kSoftmax>
+cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t stream, bool pdl,
+                                      bool allow_vector) {
+  constexpr int kRowsPerBlock = kBlockThreads / G;
+  constexpr int kVec = register_tier_vector<T, P>();
+  const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
+  constexpr int kBiasVec = kVec < 4 ? kVec : 4;  // as in route_register_kernel
+  const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
+  const auto bias_addr = reinterpret_cast<std::uintptr_t>(kp.bias);
+  const bool vector_ok = allow_vector && kVec > 1 && kp.logits_col_stride == 1 &&
+                         kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
+                         bias_addr % (kBiasVec * sizeof(float)) == 0 &&
+                         (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+  if constexpr (G == 32 && P == 1) {  // k >= kRankSelectMinK: the ranking kernel
+    if (kp.rank_select && kp.topk >= kRankSelectMinK)
+      return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
+                           pdl, kp);
+  }
+  // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
+  // drop their bound checks; others keep one kernel per vector width.
+  if constexpr (P >= 8) {
+    if (vector_ok && kp.num_experts == G * P)
+      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>, blocks, 0, stream, pdl,
+                           kp);
+  }
+  if (vector_ok)
+    return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+  return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+}
+
+template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
+cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bool pdl, bool allow_vector) {
+  return kp.softmax ? launch_register_tier_norm<T, G, P, kMinBlocks, true>(kp, stream, pdl, allow_vector)
+                    : launch_register_tier_norm<T, G, P, kMinBlocks, false>(kp, stream, pdl, allow_vector);
+}
+
+// Split-row path: W warps per row, 64 experts per warp (E <= 64 * W).
+template <typename T, int W>
+cudaError_t launch_split_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  constexpr int kVec = 2;  // two experts per lane
+  const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
+  const bool vector_ok = kp.logits_col_stride == 1 && kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
+                         (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+  const unsigned blocks = grid_for(kp.num_tokens);
+  if constexpr (W > 1) {  // W * k > 32 with k <= 32: the block merges (W = 1 never has both)
+    if (W * kp.topk > 32 && kp.topk <= 32) {
+      if (kp.softmax) {
+        if (vector_ok)
+          return launch_kernel(route_split_row_kernel<T, W, kVec, true, true>, blocks, 0, stream, pdl, kp, 32 * W);
+        return launch_kernel(route_split_row_kernel<T, W, 1, true, true>, blocks, 0, stream, pdl, kp, 32 * W);
+      }
+      if (vector_ok)
+        return launch_kernel(route_split_row_kernel<T, W, kVec, false, true>, blocks, 0, stream, pdl, kp, 32 * W);
+      return launch_kernel(route_split_row_kernel<T, W, 1, false, true>, blocks, 0, stream, pdl, kp, 32 * W);
+    }
+  }
+  if (kp.softmax) {
+    if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec, true>, blocks, 0, stream, pdl, kp, 32 * W);
+    return launch_kernel(route_split_row_kernel<T, W, 1, true>, blocks, 0, stream, pdl, kp, 32 * W);
+  }
+  if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec, false>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(route_split_row_kernel<T, W, 1, false>, blocks, 0, stream, pdl, kp, 32 * W);
+}
+
+// The block-per-row paths (block-rank, block-threshold): W warps per row,
+// one expert per thread (E <= 32 * W). Blocks are capped so that a forced
+// launch on many rows also runs the kernels' row loop (the tier table
+// sends them few rows only).
+constexpr std::int64_t kBlockRankMaxBlocks = 1024;
+
+template <auto kSigmoidKernel, auto kSoftmaxKernel, int W>
+cudaError_t launch_block_per_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const unsigned blocks = grid_for(kp.num_tokens < kBlockRankMaxBlocks ? kp.num_tokens : kBlockRankMaxBlocks);
+  return launch_kernel(kp.softmax ? kSoftmaxKernel : kSigmoidKernel, blocks, 0, stream, pdl, kp, 32 * W);
+}
+
+// Calls launch(std::integral_constant<int, W>) with the block-per-row
+// paths' warps per row for E.
+template <typename Launch>
+cudaError_t with_block_row_warps(int E, Launch launch) {
+  if (E <= 64) return launch(std::integral_constant<int, 2>{});
+  if (E <= 128) return launch(std::integral_constant<int, 4>{});
+  if (E <= 256) return launch(std::integral_constant<int, 8>{});
+  if (E <= 384) return launch(std::integral_constant<int, 12>{});
+  return launch(std::integral_constant<int, 16>{});
+}
+
+template <typename T>
+cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  return with_block_row_warps(kp.num_experts, [&](auto w) {
+    constexpr int W = decltype(w)::value;
+    return launch_block_per_row<route_block_rank_kernel<T, W, false>, route_block_rank_kernel<T, W, true>, W>(
+        kp, stream, pdl);
+  });
+}
+
+template <typename T>
+cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  return with_block_row_warps(kp.num_experts, [&](auto w) {
+    constexpr int W = decltype(w)::value;
+    return launch_block_per_row<route_block_threshold_kernel<T, W, false>, route_block_threshold_kernel<T, W, true>,
+                                W>(kp, stream, pdl);
+  });
+}
+
+template <typename T>
+cudaError_t launch_split_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const int E = kp.num_experts;
+  if (E <= 64) return launch_split_row_tier<T, 1>(kp, stream, pdl);
+  if (E <= 128) return launch_split_row_tier<T, 2>(kp, stream, pdl);
+  if (E <= 256) return launch_split_row_tier<T, 4>(kp, stream, pdl);
+  return launch_split_row_tier<T, 8>(kp, stream, pdl);
+}
+
+// Dynamic shared memory beyond the 48 KB default (static included) needs an
+// opt-in per kernel and device; the largest size granted so far is
+// remembered per kernel and device so the attribute call is made once, not
+// per launch.
+template <auto kKernel>
+cudaError_t allow_dynamic_smem(std::size_t dynamic_bytes, std::size_t static_bytes) {
+  if (dynamic_bytes + static_bytes <= 48 * 1024) return cudaSuccess;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<std::size_t> granted[kMaxDevices] = {};
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  std::atomic<std::size_t>& slot = granted[device % kMaxDevices];
+  if (slot.load(std::memory_order_relaxed) >= dynamic_bytes) return cudaSuccess;
+  err = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_bytes));
+  if (err == cudaSuccess) slot.store(dynamic_bytes, std::memory_order_relaxed);
+  return err;
+}
+
+template <typename T>
+cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const std::size_t smem = static_cast<std::size_t>(kp.num_experts) * (sizeof(std::uint64_t) + sizeof(float));
+  const cudaError_t err = allow_dynamic_smem<route_shared_kernel<T>>(smem, sizeof(BlockScratch));
+  if (err != cudaSuccess) return err;
+  return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
+}
+
+template <typename T, int K, int G>
+cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts, G);
+  const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K, G>>(smem, 0);
+  if (err != cudaSuccess) return err;
+  constexpr int kRowsPerBlock = kThreadRowBlockThreads / G;
+  const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
+  return launch_kernel(route_thread_row_kernel<T, K, G>, blocks, smem, stream, pdl, kp, kThreadRowBlockThreads);
+}
+
+template <typename T, int G>
+cudaError_t launch_thread_row_lanes(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.topk == 1) return launch_thread_row_tier<T, 1, G>(kp, stream, pdl);
+  if (kp.topk <= 4) return launch_thread_row_tier<T, 4, G>(kp, stream, pdl);
+  return launch_thread_row_tier<T, 8, G>(kp, stream, pdl);
+}
+
+// The caller has checked thread_row_unsupported. K tiers: the sorted list
+// costs K compares per listed expert; G lanes per row as
+// thread_row_lanes_per_row says.
+template <typename T>
+cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  switch (thread_row_lanes_per_row(kp.num_experts)) {
+    case 4: return launch_thread_row_lanes<T, 4>(kp, stream, pdl);
+    case 2: return launch_thread_row_lanes<T, 2>(kp, stream, pdl);
+    default: return launch_thread_row_lanes<T, 1>(kp, stream, pdl);
+  }
+}
+
+// Filter path: rows per warp task. A task's rows are filtered one after
+// another and ranked one per lane, so more rows per task make phase B's
+// lanes busier, and fewer make more tasks to spread over the SMs: R = T /
+// 2048 within [4, 16]. Measured on the H200 at 65536 rows (E = 256-512):
+// 16 rows 0.80-0.85x the time of 32; at 8192 rows 4 rows 0.55-0.6x of 16.
+inline int filter_rows_for(std::int64_t rows, int requested) {
+  if (requested > 0) return requested;
+  const std::int64_t r = rows / 2048;
+  return static_cast<int>(r < 4 ? 4 : (r > kFilterMaxRows ? kFilterMaxRows : r));
+}
+
+template <typename T, int P, int K, bool kFull>
+cudaError_t launch_filter_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  constexpr int kVec = register_tier_vector<T, P>();
+  const std::int64_t tasks = (kp.num_tokens + kp.filter_rows - 1) / kp.filter_rows;
+  const unsigned blocks = grid_for((tasks + kFilterWarps - 1) / kFilterWarps);
+  if (kp.softmax)
+    return launch_kernel(route_filter_kernel<T, P, kVec, K, true, kFull>, blocks, 0, stream, pdl, kp,
+                         kFilterBlockThreads);
+  return launch_kernel(route_filter_kernel<T, P, kVec, K, false, kFull>, blocks, 0, stream, pdl, kp,
+                       kFilterBlockThreads);
+}
+
+template <typename T, int P, bool kFull>
+cudaError_t launch_filter_lists(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.topk == 1) return launch_filter_tier<T, P, 1, kFull>(kp, stream, pdl);
+  if (kp.topk <= 4) return launch_filter_tier<T, P, 4, kFull>(kp, stream, pdl);
+  return launch_filter_tier<T, P, 8, kFull>(kp, stream, pdl);
+}
+
+template <typename T, int P>
+cudaError_t launch_filter_tier_of(const KernelParams& kp, cudaStream_t stream, bool pdl) {
+  if (kp.num_experts == 32 * P) return launch_filter_lists<T, P, true>(kp, stream, pdl);
+  if constexpr (P > 2) return launch_filter_lists<T, P, false>(kp, stream, pdl);
+  return cudaErrorInvalidValue;  // unreachable: E = 64 is the only multiple of 32 in [64, 64]
+}
+
+// The caller has checked filter_unsupported (E a multiple of 32 in
+// [64, 512], k <= 8). Tiers: the fewest experts per lane that hold E.
+template <typename T>
+cudaError_t launch_filter(const KernelParams& kp_in, cudaStream_t stream, bool pdl, int requested_rows) {
+  KernelParams kp = kp_in;
+  kp.filter_rows = filter_rows_for(kp.num_tokens, requested_rows);
+  const int E = kp.num_experts;
+  if (E <= 64) return launch_filter_tier_of<T, 2>(kp, stream, pdl);
+  if (E <= 128) return launch_filter_tier_of<T, 4>(kp, stream, pdl);
+  if (E <= 256) return launch_filter_tier_of<T, 8>(kp, stream, pdl);
+  if (E <= 384) return launch_filter_tier_of<T, 12>(kp, stream, pdl);
+  return launch_filter_tier_of<T, 16>(kp, stream, pdl);
+}
+
+}  // namespace musespark::cuda

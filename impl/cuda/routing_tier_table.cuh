@@ -1,0 +1,220 @@
+// The tier table of the router kernel: which path and tier each call
+// takes, with the measurements behind every threshold (H200, same-call
+// A/Bs; docs/performance.md has the tables). Included once per logits
+// dtype by routing_kernel_{fp32,bf16,fp16}.cu; routing_kernel.cuh has the
+// kernel's interface.
+#pragma once
+
+#include <cstdint>
+
+#include "routing_launch.cuh"
+
+namespace musespark::cuda {
+
+// Where the block-rank path runs (one block per row, one expert per
+// thread, no selection rounds in the row's chain). Measured on the H200
+// against the tier table before it, anchor grid, T = 1-128
+// (docs/performance.md): k = 8 at E = 128 0.77-0.85x the time (register
+// path, 8 rounds) and at E = 256 0.81-0.92x (threshold selection); k = 4 at
+// E = 128 0.91-0.99x. It lost elsewhere: E = 64 (one warp per row, two
+// experts per lane: 1.0-1.2x), k = 1 (1.0-1.18x, softmax most: its two
+// block-wide reductions), E = 256 k = 4 (even) and E = 512 (k = 4 1.18-1.25x:
+// 16 warps share four schedulers); at 1024 rows 1.2-1.8x (a block per row
+// issues more than a warp per row, and issue bounds there).
+// E in (128, 512] with k in (4, 8] has since gone to the block-threshold
+// path, checked first (block_threshold_preferred).
+constexpr std::int64_t kBlockRankMaxRows = 128;
+
+inline bool block_rank_preferred(const KernelParams& kp) {
+  const int E = kp.num_experts;
+  // E in (256, 512], k = 1, sigmoid, up to 16 rows: 0.945-0.977x the
+  // split-row path's time in both rounds of an A/B (H200, 2026-11-30);
+  // about even at 128 rows, softmax 1.16x.
+  if (E > 256 && E <= kRegisterPathMaxExperts && kp.topk == 1 && !kp.softmax) return kp.num_tokens <= 16;
+  return E > 64 && E <= 256 && kp.num_tokens <= kBlockRankMaxRows && (kp.topk > 4 || (E <= 128 && kp.topk > 1));
+}
+
+// Where the block-threshold path runs (checked before the block-rank
+// path): E in (128, 512], k in (4, 8], up to kBlockRankMaxRows rows.
+// Forced against the tier table before it on the H200 (2026-11-30,
+// T = 1 and 128, both dtypes and normalizations, E = 128 / 256 / 512,
+// k = 1 / 4 / 8): E = 512 k = 8 0.86-0.88x the time with sigmoid and
+// 0.92-0.94x with softmax (the split-row path before), E = 256 k = 8
+// 0.91-0.92x sigmoid and 0.97-0.99x softmax (the block-rank path before).
+// It lost at k = 1 (1.4-1.6x: its steps after the scores take about
+// 0.4 us more than one round over the warp winners), at E = 512 k = 4
+// (1.07-1.11x), E = 256 k = 4 softmax (1.05x; sigmoid even at T = 1,
+// 0.94-0.96x at 128 rows, left as it was) and at E = 128 k = 8, where
+// k > W = 4 makes every expert a candidate (1.7-2x). E = 384 is not
+// measured.
+inline bool block_threshold_preferred(const KernelParams& kp) {
+  const int E = kp.num_experts;
+  return E > 128 && E <= kRegisterPathMaxExperts && kp.topk > 4 && kp.topk <= 8 &&
+         kp.num_tokens <= kBlockRankMaxRows;
+}
+
+// Up to this many rows, E in (128, 512] takes the split-row path: a block of
+// E / 64 warps per row shortens the dependent chain that bounds decode. On
+// the H200 it took 0.56-0.80x the register path's time at T <= 128 and
+// 1.12-1.18x at T = 1024 (docs/performance.md).
+constexpr std::int64_t kSplitRowMaxRows = 128;
+
+// Where the register path tries threshold selection first (one warp per
+// row, 8 or more experts per lane): from 1024 rows it issues fewer
+// instructions per row, which bounds large batches (0.80-0.86x the time at
+// E = 256-512, 8192+ rows, on the H200); below that its shared-memory round
+// trips lengthen the dependent chain that bounds decode, and with 2 or 4
+// experts per lane (E <= 128) the ranking costs more than the rounds it
+// replaces (1.05-1.3x). docs/performance.md has the measurements.
+constexpr std::int64_t kThresholdSelectMinRows = 1024;
+constexpr int kThresholdSelectMinExperts = 129;
+
+// Decode exception to the two limits above: for E in (128, 256] and k > 4
+// the warp-per-row tier with threshold selection beats the split-row path
+// at any row count (H200, fp32, T <= 128, k = 8: sigmoid 0.80-0.84x the
+// time, softmax 0.90-0.92x; k = 4 and E = 512 are not faster, so they keep
+// the split-row path; docs/performance.md). Up to kBlockRankMaxRows the
+// block-threshold path, checked first, takes these cells with k <= 8.
+inline bool decode_prefers_threshold(const KernelParams& kp) {
+  return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
+}
+
+// Where E <= 32 takes one warp per row (one expert per lane): a round of
+// the selection is then two redux.sync and a shuffle, where 4-16 lanes per
+// row need two shuffle trees, but a warp does 1 row instead of 8-2. Measured
+// at E = 8 on the H200 against 4 lanes per row (docs/performance.md): T <= 16
+// 0.83-1.01x the time; T = 128 k >= 4 0.90-0.97x, k = 1 1.0-1.08x; T = 1024
+// k = 8 0.92-0.95x, k <= 4 1.01-1.08x. E = 16 (two device calls of the
+// same day, fp32): 0.79-1.0x where the rule applies. E = 32 untimed against
+// its old tier (16 lanes, 2 experts each).
+inline bool small_e_prefers_warp_row(const KernelParams& kp) {
+  const std::int64_t rows = kp.num_tokens;
+  return kp.num_experts <= 32 &&
+         (rows <= 16 || (rows <= 128 && kp.topk >= 4) || (rows <= 1024 && kp.topk > 4));
+}
+
+// Where the row-per-thread path runs by itself. It executes ~45% fewer
+// instructions per row than the register path (E = 256: 444 against 806
+// warp instructions under ncu), but a thread's row is one long dependent
+// stream and each row keeps E 16-bit keys in shared memory, so it needs many
+// rows and resident warps; 16-bit logits halve its staging. Measured on the
+// H200 against the register path (docs/performance.md, "row-per-thread"):
+//  - E <= 128 (one lane per row): sigmoid from 32768 rows 0.59-0.99x the
+//    time (one cell 1.04x); softmax with 16-bit logits from 65536 rows
+//    0.73-0.95x; fp32 softmax up to 1.1x.
+//  - E = 256, 384 and 512, where the register tier is full (every register
+//    an expert, no bound checks): 2 and 4 lanes per row win only for sigmoid
+//    at E = 256 from 32768 rows with 16-bit logits or k >= 4 (0.77-0.91x;
+//    fp32 k = 1 1.02-1.05x); softmax 1.05-1.65x; E = 512 0.96-1.23x; E = 384
+//    0.78-1.6x, below 1 only for 16-bit sigmoid at 65536 rows (0.94x).
+//  - E in (128, 512] between the full tiers, 2 or 4 lanes per row (E = 192,
+//    and E = 384 before its full tier, measured): sigmoid 0.59-0.79x from
+//    16384 rows (fp32 E <= 256 from 32768: 1.04x at 16384, k = 1); softmax
+//    from 32768 rows 0.73-0.94x, and E > 256 with 16-bit logits from 16384
+//    (0.81-0.89x); fp32 softmax at E > 256 0.92-1.03x, left to the register
+//    path. E = 320 (12-per-lane tier, not full) at 8192 rows: 0.92-1.02x
+//    sigmoid, 1.16-1.49x softmax.
+inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
+  const int E = kp.num_experts;
+  const std::int64_t rows = kp.num_tokens;
+  const bool narrow = logit_bytes == 2;
+  if (E <= 128) return !kp.softmax ? rows >= 32768 : narrow && rows >= 65536;
+  if (E == 384 || E == 512) return false;  // full register tiers
+  if (E == 256) return !kp.softmax && rows >= 32768 && (narrow || kp.topk >= 4);
+  if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
+  if (!kp.softmax) return rows >= (narrow || E > 256 ? 16384 : 32768);
+  if (narrow) return rows >= (E > 256 ? 16384 : 32768);
+  return E <= 256 && rows >= 32768;
+}
+
+// Where the filter path runs by itself (routing_filter_path.cuh). Forced
+// against the tier table before it on the H200 (docs/performance.md):
+//  - 2026-11-30, at the first form (T = 8192-65536, E = 64-512, k = 1, 4, 8,
+//    fp32 and bf16, both normalizations): E = 384 and 512 0.60-0.80x the
+//    time at 65536 rows, 0.69-0.83x at 32768 and 0.81-0.99x at 16384
+//    (E = 384 with k = 8 there 1.03-1.09x, so from 32768); E = 256 with
+//    softmax 0.68-0.79x at 65536 rows and 0.74-0.93x at 32768 (1.07-1.33x at
+//    16384); E = 256 sigmoid k = 1 at 65536 rows 0.70x (fp32) and 0.92x
+//    (bf16); E <= 128 0.9-2.5x, most above 1.2x (with 2 or 4 experts per
+//    lane a warp's per-row steps outweigh what the estimates save).
+//  - 2026-11-30, the final kernel (six blocks per SM up to 8 experts per
+//    lane, 8-byte candidate stores), T = 1024 and 8192 at E = 256 / 512 with
+//    tasks of 1, 2 and 4 rows, T = 16384-65536 at E = 128 / 256: E = 512
+//    k <= 4 at 8192 rows 0.73-0.87x with tasks of 4 rows (the launch's
+//    choice there), k = 8 0.95-1.12x; E = 256 at 8192 rows 1.02-1.68x and
+//    every cell at 1024 rows 1.16-1.96x (tasks of one row were the best
+//    there; a task's bias load and margin are per warp); E = 256 sigmoid
+//    k = 4 at 65536 rows 0.93x (fp32) and 0.99x (bf16) against the
+//    row-per-thread path, k = 8 1.0x and 1.14x, at 32768 rows 1.26-1.41x;
+//    E = 128 1.0-1.7x but two cells (0.92x and 0.99x).
+inline bool filter_preferred(const KernelParams& kp) {
+  const int E = kp.num_experts;
+  const std::int64_t rows = kp.num_tokens;
+  if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
+  if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
+  if (E == 256) return kp.softmax ? rows >= 32768 : kp.topk <= 4 && rows >= 65536;
+  return false;
+}
+
+// E in (384, 512] on the register path: up to this many rows (256 blocks of
+// 8 rows, all resident at two blocks per SM on a 132-SM H100 or H200) the
+// third block per SM has nothing to hold, so the build without a spill
+// runs; above it the three-block build's extra warps pay for its spill.
+// H200, two blocks per SM against three (docs/performance.md): T = 1024
+// 0.84-0.91x the time with 16-bit logits, 0.97-0.98x fp32; T = 8192
+// 1.05-1.19x and T = 65536 1.11-1.27x.
+constexpr std::int64_t kSpillFreeMaxRows = 2048;
+
+// The tier table. A register tier is (group lanes G, experts per lane P),
+// E <= G * P. Few rows: one warp per row for E <= 32 and from E = 64
+// (G = 32), the shortest dependent chain per row. Many rows: eight experts
+// per lane, so 32 / G rows share a warp and the k rounds of group
+// reductions are paid once per warp.
+// Where "many" starts was measured on the H200 (docs/performance.md): for
+// E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
+// 8192 rows and win at 65536, so from 32768. Above 128 experts one warp
+// per row with 8, 12 or 16 experts per lane: a full tier (E = 256, 384,
+// 512) has no per-register bound checks, and E = 384 on the 16-per-lane
+// tier (a quarter of its registers empty) took 1.2-1.5x the time of its
+// own 12-per-lane tier at 1024-65536 rows (H200).
+template <typename T>
+cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
+                                      const LaunchOptions& options, bool pdl) {
+  const int E = kp_in.num_experts;
+  const std::int64_t rows = kp_in.num_tokens;
+  KernelParams kp = kp_in;
+  kp.threshold_select = !options.force_round_selection &&
+                        (options.force_threshold_selection || decode_prefers_threshold(kp) ||
+                         (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
+  kp.rank_select = !options.force_round_selection;
+  if (options.force_path == 7 ||
+      (options.force_path == 0 && filter_preferred(kp) && !filter_unsupported(kp, sizeof(T))))
+    return launch_filter<T>(kp, stream, pdl, options.filter_rows);
+  if (options.force_path == 5 ||
+      (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
+    return launch_thread_row<T>(kp, stream, pdl);
+  if (options.force_path == 8 || (options.force_path == 0 && block_threshold_preferred(kp)))
+    return launch_block_threshold<T>(kp, stream, pdl);
+  if (options.force_path == 6 || (options.force_path == 0 && block_rank_preferred(kp)))
+    return launch_block_rank<T>(kp, stream, pdl);
+  if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
+                                  rows <= kSplitRowMaxRows && !decode_prefers_threshold(kp)))
+    return launch_split_row<T>(kp, stream, pdl);
+  const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
+  if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
+  const bool vec = options.force_path != 3;
+  if (small_e_prefers_warp_row(kp)) return launch_register_tier<T, 32, 1>(kp, stream, pdl, vec);
+  if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
+  if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
+  if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
+  if (E <= 64) return rows >= 32768 ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
+                                    : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
+  if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
+                                    : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
+  if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
+  if (E <= 384) return launch_register_tier<T, 32, 12>(kp, stream, pdl, vec);
+  return rows <= kSpillFreeMaxRows ? launch_register_tier<T, 32, 16, 2>(kp, stream, pdl, vec)
+                                   : launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
+}
+
+}  // namespace musespark::cuda
