@@ -247,6 +247,8 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
     }
   }
   set_counters(state, cell, copy_bw);
+  // Which path the router took (the label column; "label" in the JSON).
+  if (!io_floor) state.SetLabel(std::string("path=") + cuda::routing_path_name(cuda::chosen_path(p, lo)));
 }
 
 }  // namespace musespark::perf

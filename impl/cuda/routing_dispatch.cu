@@ -5,6 +5,7 @@
 
 #include "musespark/errors.h"
 #include "routing_kernel.cuh"
+#include "routing_tier_table.cuh"  // choose_path
 
 namespace musespark::cuda {
 namespace {
@@ -104,7 +105,12 @@ const char* thread_row_unsupported(const RoutingParams& p) {
   return thread_row_unsupported(to_kernel_params(p), static_cast<int>(dtype_size(p.logits_dtype)));
 }
 
-cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
+namespace {
+
+// Everything launch_routing refuses, before any CUDA call. The forced
+// row-per-thread and filter paths are checked against the call only when
+// it has rows (an empty call launches nothing).
+void check_launch(const RoutingParams& p, const LaunchOptions& options) {
   validate_routing_params(p);
   if (p.device != Device::kCuda) fail("tensors are not on a CUDA device");
   if (p.num_experts > kSharedPathMaxExperts)
@@ -123,19 +129,42 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const La
                                      : "the register path",
            " was forced but num_experts = ", p.num_experts, " > ", kRegisterPathMaxExperts);
   }
-  if (p.num_tokens == 0) return cudaSuccess;
-
+  if (p.num_tokens == 0) return;
   const KernelParams kp = to_kernel_params(p);
-
+  const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
   if (options.force_path == 5) {
-    if (const char* why = thread_row_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype))))
-      fail("the row-per-thread path was forced but ", why);
+    if (const char* why = thread_row_unsupported(kp, logit_bytes)) fail("the row-per-thread path was forced but ", why);
   }
   if (options.force_path == 7) {
-    if (const char* why = filter_unsupported(kp, static_cast<int>(dtype_size(p.logits_dtype))))
-      fail("the filter path was forced but ", why);
+    if (const char* why = filter_unsupported(kp, logit_bytes)) fail("the filter path was forced but ", why);
   }
+}
 
+}  // namespace
+
+const char* routing_path_name(RoutingPath path) {
+  switch (path) {
+    case RoutingPath::kRegister: return "register";
+    case RoutingPath::kShared: return "shared";
+    case RoutingPath::kRegisterScalarLoads: return "register-scalar-loads";
+    case RoutingPath::kSplitRow: return "split-row";
+    case RoutingPath::kThreadRow: return "row-per-thread";
+    case RoutingPath::kBlockRank: return "block-rank";
+    case RoutingPath::kFilter: return "filter";
+    case RoutingPath::kBlockThreshold: return "block-threshold";
+  }
+  return "unknown";
+}
+
+RoutingPath chosen_path(const RoutingParams& p, const LaunchOptions& options) {
+  check_launch(p, options);
+  return choose_path(to_kernel_params(p), options, static_cast<int>(dtype_size(p.logits_dtype)));
+}
+
+cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
+  check_launch(p, options);
+  if (p.num_tokens == 0) return cudaSuccess;
+  const KernelParams kp = to_kernel_params(p);
   const bool pdl = options.enable_pdl && device_supports_pdl();
   switch (p.logits_dtype) {
     case DType::kFloat32: return launch_routing_fp32(kp, stream, options, pdl);

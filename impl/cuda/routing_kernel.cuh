@@ -89,6 +89,22 @@ struct LaunchOptions {
   bool force_threshold_selection = false;
 };
 
+// The kernel's paths, numbered as LaunchOptions::force_path numbers them.
+enum class RoutingPath : int {
+  kRegister = 1,
+  kShared = 2,
+  kRegisterScalarLoads = 3,
+  kSplitRow = 4,
+  kThreadRow = 5,
+  kBlockRank = 6,
+  kFilter = 7,
+  kBlockThreshold = 8,
+};
+
+// "register", "shared", "register-scalar-loads", "split-row",
+// "row-per-thread", "block-rank", "filter" or "block-threshold".
+const char* routing_path_name(RoutingPath path);
+
 constexpr std::int64_t kRegisterPathMaxExperts = 512;
 constexpr std::int64_t kSharedPathMaxExperts = 16384;
 constexpr std::int64_t kMaxTopK = 64;
@@ -109,6 +125,13 @@ const char* filter_unsupported(const RoutingParams& p);
 // Returns the CUDA error of the launch; argument errors throw ArgumentError.
 cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream,
                            const LaunchOptions& options = {});
+
+// The path launch_routing takes for `p` with `options`: the forced one, or
+// the tier table's choice. Validates as launch_routing does (the same
+// ArgumentError for the same bad call) and makes no CUDA call, so it
+// answers without a device: for benchmark labels and the tier table's
+// tests.
+RoutingPath chosen_path(const RoutingParams& p, const LaunchOptions& options = {});
 
 // Per-dtype entry points, one translation unit each; `pdl` is already
 // resolved against the device.

@@ -177,6 +177,20 @@ constexpr std::int64_t kSpillFreeMaxRows = 2048;
 // 512) has no per-register bound checks, and E = 384 on the 16-per-lane
 // tier (a quarter of its registers empty) took 1.2-1.5x the time of its
 // own 12-per-lane tier at 1024-65536 rows (H200).
+// The path of a call: the forced one, else the first rule above that
+// takes it, else the register path (E <= 512) or the shared-memory path.
+inline RoutingPath choose_path(const KernelParams& kp, const LaunchOptions& options, int logit_bytes) {
+  if (options.force_path != 0) return static_cast<RoutingPath>(options.force_path);
+  const int E = kp.num_experts;
+  if (filter_preferred(kp) && !filter_unsupported(kp, logit_bytes)) return RoutingPath::kFilter;
+  if (thread_row_preferred(kp, logit_bytes) && !thread_row_unsupported(kp, logit_bytes)) return RoutingPath::kThreadRow;
+  if (block_threshold_preferred(kp)) return RoutingPath::kBlockThreshold;
+  if (block_rank_preferred(kp)) return RoutingPath::kBlockRank;
+  if (E > 128 && E <= kRegisterPathMaxExperts && kp.num_tokens <= kSplitRowMaxRows && !decode_prefers_threshold(kp))
+    return RoutingPath::kSplitRow;
+  return E <= kRegisterPathMaxExperts ? RoutingPath::kRegister : RoutingPath::kShared;
+}
+
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
@@ -187,22 +201,19 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   kp.rank_select = !options.force_round_selection;
-  if (options.force_path == 7 ||
-      (options.force_path == 0 && filter_preferred(kp) && !filter_unsupported(kp, sizeof(T))))
-    return launch_filter<T>(kp, stream, pdl, options.filter_rows);
-  if (options.force_path == 5 ||
-      (options.force_path == 0 && thread_row_preferred(kp, sizeof(T)) && !thread_row_unsupported(kp, sizeof(T))))
-    return launch_thread_row<T>(kp, stream, pdl);
-  if (options.force_path == 8 || (options.force_path == 0 && block_threshold_preferred(kp)))
-    return launch_block_threshold<T>(kp, stream, pdl);
-  if (options.force_path == 6 || (options.force_path == 0 && block_rank_preferred(kp)))
-    return launch_block_rank<T>(kp, stream, pdl);
-  if (options.force_path == 4 || (options.force_path == 0 && E > 128 && E <= kRegisterPathMaxExperts &&
-                                  rows <= kSplitRowMaxRows && !decode_prefers_threshold(kp)))
-    return launch_split_row<T>(kp, stream, pdl);
-  const bool use_register = options.force_path != 2 && E <= kRegisterPathMaxExperts;
-  if (!use_register) return launch_shared_path<T>(kp, stream, pdl);
-  const bool vec = options.force_path != 3;
+  const RoutingPath path = choose_path(kp, options, sizeof(T));
+  switch (path) {
+    case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);
+    case RoutingPath::kThreadRow: return launch_thread_row<T>(kp, stream, pdl);
+    case RoutingPath::kBlockThreshold: return launch_block_threshold<T>(kp, stream, pdl);
+    case RoutingPath::kBlockRank: return launch_block_rank<T>(kp, stream, pdl);
+    case RoutingPath::kSplitRow: return launch_split_row<T>(kp, stream, pdl);
+    case RoutingPath::kShared: return launch_shared_path<T>(kp, stream, pdl);
+    case RoutingPath::kRegister:
+    case RoutingPath::kRegisterScalarLoads: break;
+  }
+  if (E > kRegisterPathMaxExperts) return launch_shared_path<T>(kp, stream, pdl);  // forced 1 or 3 is refused earlier
+  const bool vec = path != RoutingPath::kRegisterScalarLoads;
   if (small_e_prefers_warp_row(kp)) return launch_register_tier<T, 32, 1>(kp, stream, pdl, vec);
   if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);

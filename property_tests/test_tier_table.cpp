@@ -1,0 +1,136 @@
+// The CUDA kernel's tier table, as cuda::chosen_path answers it: which path
+// each kind of call takes (routing_tier_table.cuh has the measurements
+// behind every rule). Host code only, so it runs on a machine without a
+// GPU; a change to the table that these cells do not expect fails here
+// before any device time is spent.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "musespark/errors.h"
+#include "routing_kernel.cuh"
+
+namespace musespark {
+namespace {
+
+// Addresses that chosen_path checks (alignment, non-null) but never reads.
+alignas(16) unsigned char g_fake_buffer[64];
+
+struct Call {
+  std::int64_t tokens, experts, topk;
+  DType dtype = DType::kFloat32;
+  Normalization norm = Normalization::kSigmoid;
+  std::size_t logits_offset = 0;  // bytes: 4 misaligns the 16-byte vectors
+};
+
+RoutingParams params_for(const Call& c) {
+  RoutingParams p;
+  p.device = Device::kCuda;
+  p.logits = g_fake_buffer + c.logits_offset;
+  p.logits_dtype = c.dtype;
+  p.logits_row_stride = c.experts;
+  p.num_tokens = c.tokens;
+  p.num_experts = c.experts;
+  p.bias = reinterpret_cast<const float*>(g_fake_buffer);
+  p.topk = c.topk;
+  p.normalization = c.norm;
+  p.route_scale = 1.0;
+  set_contiguous_outputs(p, reinterpret_cast<float*>(g_fake_buffer), g_fake_buffer, DType::kInt32);
+  return p;
+}
+
+std::string path_of(const Call& c, const cuda::LaunchOptions& options = {}) {
+  return cuda::routing_path_name(cuda::chosen_path(params_for(c), options));
+}
+
+std::string where(const Call& c) {
+  return "T=" + std::to_string(c.tokens) + " E=" + std::to_string(c.experts) + " k=" + std::to_string(c.topk) +
+         " " + std::string(dtype_name(c.dtype)) + " " + std::string(normalization_name(c.norm));
+}
+
+void expect_path(const Call& c, const std::string& want) { EXPECT_EQ(path_of(c), want) << where(c); }
+
+constexpr auto kBf16 = DType::kBFloat16;
+constexpr auto kSoftmax = Normalization::kSoftmax;
+
+TEST(TierTable, DecodeCells) {
+  expect_path({1, 8, 1}, "register");         // one warp per row, one expert per lane
+  expect_path({1, 64, 8}, "register");        // one warp, two experts per lane
+  expect_path({1, 128, 1}, "register");       // k = 1: no block path gains
+  expect_path({1, 128, 4}, "block-rank");     // E in (64, 128], k > 1
+  expect_path({128, 128, 8}, "block-rank");
+  expect_path({1, 256, 1}, "split-row");
+  expect_path({128, 256, 4}, "split-row");
+  expect_path({1, 256, 8}, "block-threshold");  // E in (128, 512], k in (4, 8]
+  expect_path({128, 512, 8, kBf16, kSoftmax}, "block-threshold");
+  expect_path({1, 512, 4}, "split-row");
+  expect_path({16, 512, 1}, "block-rank");    // E > 256, k = 1, sigmoid, up to 16 rows
+  expect_path({17, 512, 1}, "split-row");
+  expect_path({1, 512, 1, DType::kFloat32, kSoftmax}, "split-row");
+}
+
+TEST(TierTable, RowCountEdges) {
+  expect_path({128, 256, 8}, "block-threshold");
+  expect_path({129, 256, 8}, "register");  // warp per row, threshold selection
+  expect_path({129, 512, 4}, "register");
+  expect_path({8191, 512, 4}, "register");
+  expect_path({8192, 512, 4}, "filter");   // E = 512, k <= 4 from 8192 rows
+  expect_path({8192, 512, 8}, "register");
+  expect_path({16384, 512, 8}, "filter");
+}
+
+TEST(TierTable, LargeBatchCells) {
+  expect_path({65536, 64, 8}, "row-per-thread");                      // E <= 128 sigmoid from 32768 rows
+  expect_path({32767, 64, 8}, "register");
+  expect_path({65536, 64, 8, DType::kFloat32, kSoftmax}, "register");  // fp32 softmax stays
+  expect_path({65536, 64, 8, kBf16, kSoftmax}, "row-per-thread");     // 16-bit softmax from 65536
+  expect_path({65536, 256, 4}, "filter");                             // E = 256 sigmoid k <= 4 at 65536
+  expect_path({65536, 256, 8}, "row-per-thread");                     // E = 256 sigmoid, k >= 4
+  expect_path({32768, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // E = 256 softmax from 32768
+  expect_path({65536, 512, 1}, "filter");
+  expect_path({65536, 384, 8}, "filter");
+}
+
+TEST(TierTable, LayoutTheVectorPathsCannotLoadFallsBack) {
+  // 4 bytes off the 16-byte vectors: the row-per-thread and filter paths
+  // cannot load it, so the register path takes the call.
+  expect_path({65536, 64, 8, DType::kFloat32, Normalization::kSigmoid, 4}, "register");
+  expect_path({65536, 512, 1, DType::kFloat32, Normalization::kSigmoid, 4}, "register");
+}
+
+TEST(TierTable, PastTheRegisterPathTheSharedPath) {
+  expect_path({1, 1000, 8}, "shared");
+  expect_path({65536, 4096, 8}, "shared");
+}
+
+TEST(TierTable, ForcedPathsAreTakenOrRefusedByName) {
+  EXPECT_EQ(path_of({1, 8, 1}, {.force_path = 2}), "shared");
+  EXPECT_EQ(path_of({1, 8, 1}, {.force_path = 3}), "register-scalar-loads");
+  EXPECT_EQ(path_of({1, 100, 8}, {.force_path = 8}), "block-threshold");
+  try {
+    path_of({4, 8, 1}, {.force_path = 7});
+    ADD_FAILURE() << "the filter path forced at E = 8 was not refused";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("the filter path was forced but num_experts is not a multiple of 32"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    path_of({1, 8, 1}, {.force_path = 9});
+    ADD_FAILURE() << "force_path = 9 was not refused";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("force_path = 9"), std::string::npos) << e.what();
+  }
+  try {
+    path_of({1, 1000, 8}, {.force_path = 8});
+    ADD_FAILURE() << "the block-threshold path forced at E = 1000 was not refused";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("the block-threshold path was forced but num_experts = 1000"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace musespark
