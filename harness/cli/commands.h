@@ -17,4 +17,8 @@ void add_fuzz_commands(CLI::App& app, int& exit_code);
 // `musespark inspect`, `generate-checkpoint`, `load`: the expert loader.
 void add_loader_commands(CLI::App& app, int& exit_code);
 
+// `musespark path`: which path of the CUDA kernel each call shape takes,
+// from its tier table, without a GPU.
+void add_path_command(CLI::App& app, int& exit_code);
+
 }  // namespace musespark::cli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   musespark::cli::add_check_command(app, exit_code);
   musespark::cli::add_fuzz_commands(app, exit_code);
   musespark::cli::add_loader_commands(app, exit_code);
+  musespark::cli::add_path_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

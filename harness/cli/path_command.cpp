@@ -1,0 +1,90 @@
+// `musespark path`: which path of the CUDA kernel a call takes, from the
+// kernel's own tier table (cuda::chosen_path), without a GPU. For a kernel
+// engineer asking where a shape goes before timing it.
+#include <fmt/core.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "musespark/errors.h"
+#include "musespark/routing_params.h"
+#ifdef MUSESPARK_HAVE_CUDA
+#include "routing_kernel.cuh"
+#endif
+
+namespace musespark::cli {
+namespace {
+
+struct PathSettings {
+  std::vector<std::int64_t> tokens{1, 16, 128, 1024, 8192, 65536};
+  std::vector<std::int64_t> experts{256};
+  std::vector<std::int64_t> topk{8};
+  std::string dtype = "float32";
+  std::string norm = "sigmoid";
+  int force_path = 0;
+};
+
+DType parse_logits_dtype(const std::string& name) {
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    if (name == dtype_name(t)) return t;
+  throw ArgumentError("--dtype must be float32, bfloat16 or float16, got '" + name + "'");
+}
+
+#ifdef MUSESPARK_HAVE_CUDA
+// A call of the given shape with contiguous layouts. The kernel's choice
+// reads the shape, the dtype, the normalization and the alignment of the
+// pointers, never the data: a 16-byte aligned host buffer stands in.
+std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, Normalization norm, int force) {
+  alignas(16) static unsigned char stand_in[16];
+  RoutingParams p;
+  p.device = Device::kCuda;
+  p.logits = stand_in;
+  p.logits_dtype = dtype;
+  p.logits_row_stride = E;
+  p.num_tokens = T;
+  p.num_experts = E;
+  p.bias = reinterpret_cast<const float*>(stand_in);
+  p.topk = k;
+  p.normalization = norm;
+  set_contiguous_outputs(p, reinterpret_cast<float*>(stand_in), stand_in, DType::kInt32);
+  cuda::LaunchOptions options;
+  options.force_path = force;
+  return cuda::routing_path_name(cuda::chosen_path(p, options));
+}
+#endif
+
+int run_path(const PathSettings& s) {
+#ifndef MUSESPARK_HAVE_CUDA
+  (void)s;
+  fmt::print(stderr, "musespark path: this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)\n");
+  return 2;
+#else
+  const DType dtype = parse_logits_dtype(s.dtype);
+  const Normalization norm = parse_normalization(s.norm);
+  fmt::print("{:>8} {:>8} {:>5}  path ({} logits, {})\n", "tokens", "experts", "topk", s.dtype, s.norm);
+  for (std::int64_t E : s.experts)
+    for (std::int64_t k : s.topk)
+      for (std::int64_t T : s.tokens) fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k, path_of(T, E, k, dtype, norm, s.force_path));
+  return 0;
+#endif
+}
+
+}  // namespace
+
+void add_path_command(CLI::App& app, int& exit_code) {
+  auto settings = std::make_shared<PathSettings>();
+  CLI::App* cmd = app.add_subcommand("path", "which path of the CUDA kernel each call shape takes (no GPU needed)");
+  cmd->add_option("--tokens", settings->tokens, "rows, comma-separated (default 1,16,128,1024,8192,65536)")
+      ->delimiter(',');
+  cmd->add_option("--experts", settings->experts, "experts, comma-separated (default 256)")->delimiter(',');
+  cmd->add_option("--topk", settings->topk, "top-k, comma-separated (default 8)")->delimiter(',');
+  cmd->add_option("--dtype", settings->dtype, "logits dtype: float32, bfloat16 or float16");
+  cmd->add_option("--norm", settings->norm, "sigmoid or softmax");
+  cmd->add_option("--force-path", settings->force_path, "check a forced path (1-8) against the call instead");
+  cmd->callback([settings, &exit_code] { exit_code = run_path(*settings); });
+}
+
+}  // namespace musespark::cli
