@@ -132,8 +132,9 @@ TEST(FilterPath, LargeBatches) {
 }
 
 // Where the tier table sends it (routing_tier_table.cuh, filter_preferred)
-// the path runs without being forced: E = 512 with k <= 4 from 8192 rows,
-// E = 384 and 512 from 16384, E = 256 with softmax from 32768.
+// the path runs without being forced (chosen_path must say so): E = 512
+// with k <= 4 from 8192 rows, E = 384 and 512 from 16384, E = 256 with
+// softmax from 32768.
 TEST(FilterPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
   struct Shape {
@@ -149,7 +150,9 @@ TEST(FilterPath, TakesLargeBatchesByItself) {
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(s.experts * 3 + s.topk);
     const RoutingCase c(cfg);
-    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c), {.force_path = kRegisterPath},
+    const harness::CudaCase dev(c);
+    EXPECT_STREQ(cuda::routing_path_name(cuda::chosen_path(dev.params())), "filter") << describe(cfg);
+    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}), {.force_path = kRegisterPath},
                                             "automatic vs register path, " + describe(cfg));
   }
 }

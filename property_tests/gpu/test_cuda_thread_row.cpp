@@ -104,8 +104,9 @@ TEST(ThreadRowPath, SelectionEdges) {
 }
 
 // Where the tier table sends it (routing_tier_table.cuh,
-// thread_row_preferred) the path runs without being forced: one lane per
-// row at E <= 128, two at 192 and 256, four at 320.
+// thread_row_preferred) the path runs without being forced (chosen_path
+// must say so): one lane per row at E <= 128, two at 192 and 256, four at
+// 320.
 TEST(ThreadRowPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {64, 128, 192, 256, 320}) {
@@ -117,7 +118,9 @@ TEST(ThreadRowPath, TakesLargeBatchesByItself) {
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E);
     const RoutingCase c(cfg);
-    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c), {.force_path = kRegisterPath},
+    const harness::CudaCase dev(c);
+    EXPECT_STREQ(cuda::routing_path_name(cuda::chosen_path(dev.params())), "row-per-thread") << describe(cfg);
+    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}), {.force_path = kRegisterPath},
                                             "automatic vs register path, " + describe(cfg));
   }
 }
