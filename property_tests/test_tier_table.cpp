@@ -104,32 +104,24 @@ TEST(TierTable, PastTheRegisterPathTheSharedPath) {
   expect_path({65536, 4096, 8}, "shared");
 }
 
+// The call with `options` is refused with an ArgumentError whose message
+// holds `needle`.
+void expect_refused(const Call& c, const cuda::LaunchOptions& options, const std::string& needle) {
+  try {
+    const std::string path = path_of(c, options);
+    ADD_FAILURE() << where(c) << " force_path " << options.force_path << ": took " << path << ", not refused";
+  } catch (const ArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
 TEST(TierTable, ForcedPathsAreTakenOrRefusedByName) {
   EXPECT_EQ(path_of({1, 8, 1}, {.force_path = 2}), "shared");
   EXPECT_EQ(path_of({1, 8, 1}, {.force_path = 3}), "register-scalar-loads");
   EXPECT_EQ(path_of({1, 100, 8}, {.force_path = 8}), "block-threshold");
-  try {
-    path_of({4, 8, 1}, {.force_path = 7});
-    ADD_FAILURE() << "the filter path forced at E = 8 was not refused";
-  } catch (const ArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("the filter path was forced but num_experts is not a multiple of 32"),
-              std::string::npos)
-        << e.what();
-  }
-  try {
-    path_of({1, 8, 1}, {.force_path = 9});
-    ADD_FAILURE() << "force_path = 9 was not refused";
-  } catch (const ArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("force_path = 9"), std::string::npos) << e.what();
-  }
-  try {
-    path_of({1, 1000, 8}, {.force_path = 8});
-    ADD_FAILURE() << "the block-threshold path forced at E = 1000 was not refused";
-  } catch (const ArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("the block-threshold path was forced but num_experts = 1000"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused({4, 8, 1}, {.force_path = 7}, "the filter path was forced but num_experts is not a multiple of 32");
+  expect_refused({1, 8, 1}, {.force_path = 9}, "force_path = 9");
+  expect_refused({1, 1000, 8}, {.force_path = 8}, "the block-threshold path was forced but num_experts = 1000");
 }
 
 }  // namespace
