@@ -1,17 +1,22 @@
 // The CUDA router kernel of SPEC section 1: parameters, tiers and launch.
 //
-// Six kernel shapes share the per-element arithmetic of routing_math.h:
+// Seven kernel shapes share the per-element arithmetic of routing_math.h
+// (routing_tier_table.cuh says which takes a call; `musespark path` prints
+// it):
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
-//  * the block-rank path (T <= 128, 64 < E <= 256, k > 4, and k 2-4 up to
-//    E = 128; sigmoid k = 1 for E in (256, 512] up to 16 rows): a block of
-//    E / 32 warps per row, one expert per thread; each
-//    warp ranks its experts by shuffles, the warps' lists are ranked
+//  * the block-threshold path (T <= 128, 128 < E <= 512, k 5-8): a block of
+//    E / 32 warps per row, one expert per thread; tau from the warps'
+//    maxima, the experts that reach it ranked in one warp;
+//  * the block-rank path (T <= 128, 64 < E <= 128 with k > 1 and
+//    128 < E <= 256 with k > 8; sigmoid k = 1 for E in (256, 512] up to 16
+//    rows): the same block, but each
+//    warp ranks its experts by shuffles and the warps' lists are ranked
 //    through shared memory;
-//  * the split-row path (T <= 128, 128 < E <= 512 where the block-rank path
-//    does not run): a block of E / 64 warps per row, each warp's top-k
-//    merged by one warp;
+//  * the split-row path (T <= 128, 128 < E <= 512 where neither block path
+//    runs): a block of E / 64 warps per row, each warp's top-k merged by a
+//    rank or by rounds;
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
 //    per row, scores staged in shared memory, block-wide rounds;
 //  * the row-per-thread path (large batches, E % 16 == 0, E <= 512, k <= 8):
