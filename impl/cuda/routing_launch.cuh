@@ -82,31 +82,31 @@ cudaError_t launch_register_tier(const KernelParams& kp, cudaStream_t stream, bo
 }
 
 // Split-row path: W warps per row, 64 experts per warp (E <= 64 * W).
+// One split-row kernel: the normalization's, with vector loads when the
+// layout allows them.
+template <typename T, int W, bool kBlockMerge, int kVec>
+cudaError_t launch_split_row_kernel(const KernelParams& kp, cudaStream_t stream, bool pdl, bool vector_ok) {
+  const unsigned blocks = grid_for(kp.num_tokens);
+  if (kp.softmax) {
+    if (vector_ok)
+      return launch_kernel(route_split_row_kernel<T, W, kVec, true, kBlockMerge>, blocks, 0, stream, pdl, kp, 32 * W);
+    return launch_kernel(route_split_row_kernel<T, W, 1, true, kBlockMerge>, blocks, 0, stream, pdl, kp, 32 * W);
+  }
+  if (vector_ok)
+    return launch_kernel(route_split_row_kernel<T, W, kVec, false, kBlockMerge>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_kernel(route_split_row_kernel<T, W, 1, false, kBlockMerge>, blocks, 0, stream, pdl, kp, 32 * W);
+}
+
 template <typename T, int W>
 cudaError_t launch_split_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   constexpr int kVec = 2;  // two experts per lane
   const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
   const bool vector_ok = kp.logits_col_stride == 1 && kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
                          (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
-  const unsigned blocks = grid_for(kp.num_tokens);
   if constexpr (W > 1) {  // W * k > 32 with k <= 32: the block merges (W = 1 never has both)
-    if (W * kp.topk > 32 && kp.topk <= 32) {
-      if (kp.softmax) {
-        if (vector_ok)
-          return launch_kernel(route_split_row_kernel<T, W, kVec, true, true>, blocks, 0, stream, pdl, kp, 32 * W);
-        return launch_kernel(route_split_row_kernel<T, W, 1, true, true>, blocks, 0, stream, pdl, kp, 32 * W);
-      }
-      if (vector_ok)
-        return launch_kernel(route_split_row_kernel<T, W, kVec, false, true>, blocks, 0, stream, pdl, kp, 32 * W);
-      return launch_kernel(route_split_row_kernel<T, W, 1, false, true>, blocks, 0, stream, pdl, kp, 32 * W);
-    }
+    if (W * kp.topk > 32 && kp.topk <= 32) return launch_split_row_kernel<T, W, true, kVec>(kp, stream, pdl, vector_ok);
   }
-  if (kp.softmax) {
-    if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec, true>, blocks, 0, stream, pdl, kp, 32 * W);
-    return launch_kernel(route_split_row_kernel<T, W, 1, true>, blocks, 0, stream, pdl, kp, 32 * W);
-  }
-  if (vector_ok) return launch_kernel(route_split_row_kernel<T, W, kVec, false>, blocks, 0, stream, pdl, kp, 32 * W);
-  return launch_kernel(route_split_row_kernel<T, W, 1, false>, blocks, 0, stream, pdl, kp, 32 * W);
+  return launch_split_row_kernel<T, W, false, kVec>(kp, stream, pdl, vector_ok);
 }
 
 // The block-per-row paths (block-rank, block-threshold): W warps per row,
