@@ -24,24 +24,10 @@ struct Call {
   std::size_t logits_offset = 0;  // bytes: 4 misaligns the 16-byte vectors
 };
 
-RoutingParams params_for(const Call& c) {
-  RoutingParams p;
-  p.device = Device::kCuda;
-  p.logits = g_fake_buffer + c.logits_offset;
-  p.logits_dtype = c.dtype;
-  p.logits_row_stride = c.experts;
-  p.num_tokens = c.tokens;
-  p.num_experts = c.experts;
-  p.bias = reinterpret_cast<const float*>(g_fake_buffer);
-  p.topk = c.topk;
-  p.normalization = c.norm;
-  p.route_scale = 1.0;
-  set_contiguous_outputs(p, reinterpret_cast<float*>(g_fake_buffer), g_fake_buffer, DType::kInt32);
-  return p;
-}
-
 std::string path_of(const Call& c, const cuda::LaunchOptions& options = {}) {
-  return cuda::routing_path_name(cuda::chosen_path(params_for(c), options));
+  const RoutingParams p =
+      shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer + c.logits_offset, g_fake_buffer);
+  return cuda::routing_path_name(cuda::chosen_path(p, options));
 }
 
 std::string where(const Call& c) {

@@ -34,25 +34,14 @@ DType parse_logits_dtype(const std::string& name) {
 }
 
 #ifdef MUSESPARK_HAVE_CUDA
-// A call of the given shape with contiguous layouts. The kernel's choice
-// reads the shape, the dtype, the normalization and the alignment of the
-// pointers, never the data: a 16-byte aligned host buffer stands in.
+// The kernel's choice reads the shape, the dtype, the normalization and the
+// alignment of the pointers, never the data: a 16-byte aligned host buffer
+// stands in.
 std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, Normalization norm, int force) {
   alignas(16) static unsigned char stand_in[16];
-  RoutingParams p;
-  p.device = Device::kCuda;
-  p.logits = stand_in;
-  p.logits_dtype = dtype;
-  p.logits_row_stride = E;
-  p.num_tokens = T;
-  p.num_experts = E;
-  p.bias = reinterpret_cast<const float*>(stand_in);
-  p.topk = k;
-  p.normalization = norm;
-  set_contiguous_outputs(p, reinterpret_cast<float*>(stand_in), stand_in, DType::kInt32);
   cuda::LaunchOptions options;
   options.force_path = force;
-  return cuda::routing_path_name(cuda::chosen_path(p, options));
+  return cuda::routing_path_name(cuda::chosen_path(shape_only_params(T, E, k, dtype, norm, stand_in, stand_in), options));
 }
 #endif
 

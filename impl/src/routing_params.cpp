@@ -107,4 +107,20 @@ void set_contiguous_outputs(RoutingParams& p, float* weights, void* ids, DType i
   p.ids_col_stride = 1;
 }
 
+RoutingParams shape_only_params(std::int64_t tokens, std::int64_t experts, std::int64_t topk, DType logits_dtype,
+                                Normalization normalization, const void* logits, void* stand_in) {
+  RoutingParams p;
+  p.device = Device::kCuda;
+  p.logits = logits;
+  p.logits_dtype = logits_dtype;
+  p.logits_row_stride = experts;
+  p.num_tokens = tokens;
+  p.num_experts = experts;
+  p.bias = static_cast<const float*>(stand_in);
+  p.topk = topk;
+  p.normalization = normalization;
+  set_contiguous_outputs(p, static_cast<float*>(stand_in), stand_in, DType::kInt32);
+  return p;
+}
+
 }  // namespace musespark

@@ -88,4 +88,11 @@ void validate_routing_params(const RoutingParams& p);
 // Fills the destination fields for a contiguous [T, k] pair of buffers.
 void set_contiguous_outputs(RoutingParams& p, float* weights, void* ids, DType ids_dtype);
 
+// A CUDA call of the given shape, contiguous, with `logits` as the logits
+// and `stand_in` as the bias and both destinations (int32 ids): for
+// questions about a call that read its shape and the pointers' alignment
+// but no data (cuda::chosen_path: `musespark path`, the tier table's test).
+RoutingParams shape_only_params(std::int64_t tokens, std::int64_t experts, std::int64_t topk, DType logits_dtype,
+                                Normalization normalization, const void* logits, void* stand_in);
+
 }  // namespace musespark
