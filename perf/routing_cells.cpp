@@ -1,5 +1,6 @@
 #include "routing_cells.h"
 
+#include <optional>
 #include <sstream>
 
 #include "musespark/errors.h"
@@ -106,10 +107,9 @@ std::vector<std::int64_t> parse_sizes(const std::string& axis, const std::string
 std::vector<DType> parse_dtypes(const std::string& list) {
   std::vector<DType> out;
   for (const std::string& v : split_list(list)) {
-    if (v == "float32") out.push_back(DType::kFloat32);
-    else if (v == "bfloat16") out.push_back(DType::kBFloat16);
-    else if (v == "float16") out.push_back(DType::kFloat16);
-    else throw ArgumentError("--dtypes: '" + v + "' is not float32, bfloat16 or float16");
+    const std::optional<DType> t = logits_dtype_named(v);
+    if (!t) throw ArgumentError("--dtypes: '" + v + "' is not float32, bfloat16 or float16");
+    out.push_back(*t);
   }
   if (out.empty()) throw ArgumentError("--dtypes is empty");
   return out;

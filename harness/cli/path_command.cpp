@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,7 @@ struct PathSettings {
 };
 
 DType parse_logits_dtype(const std::string& name) {
-  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
-    if (name == dtype_name(t)) return t;
+  if (const std::optional<DType> t = logits_dtype_named(name)) return *t;
   throw ArgumentError("--dtype must be float32, bfloat16 or float16, got '" + name + "'");
 }
 

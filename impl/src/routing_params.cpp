@@ -59,6 +59,12 @@ Normalization parse_normalization(std::string_view name) {
   fail("router_score_normalization must be 'sigmoid' or 'softmax', got '", name, "'");
 }
 
+std::optional<DType> logits_dtype_named(std::string_view name) {
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    if (name == dtype_name(t)) return t;
+  return std::nullopt;
+}
+
 void validate_routing_params(const RoutingParams& p) {
   if (p.num_tokens < 0) fail("num_tokens must be >= 0, got ", p.num_tokens);
   if (p.num_experts < 1) fail("num_experts must be >= 1, got ", p.num_experts);

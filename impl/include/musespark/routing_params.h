@@ -18,6 +18,10 @@ std::string_view normalization_name(Normalization n);
 // Throws ArgumentError naming the value for anything but "sigmoid"/"softmax".
 Normalization parse_normalization(std::string_view name);
 
+// The logits dtype named "float32", "bfloat16" or "float16"; nullopt for any
+// other name (the caller's error names its flag).
+std::optional<DType> logits_dtype_named(std::string_view name);
+
 enum class Device : std::uint8_t { kCpu, kCuda };
 
 struct RoutingParams {
