@@ -232,9 +232,10 @@ TEST(CudaKernel, ThresholdSelectionFastPathEdges) {
 }
 
 // Decode tiers (routing_tier_table.cuh): few rows at E <= 32 take one warp
-// per row, E in (64, 256] with k > 4 (and k 2-4 up to E = 128) the
-// block-rank path, and E in (128, 256] with k > 4 threshold selection from
-// 129 rows; with one expert per lane (E <= 32) rows with
+// per row, E in (128, 512] with k 5-8 the block-threshold path, E in
+// (64, 128] with k > 1 (and E up to 256 with k > 8) the block-rank path,
+// and E in (128, 256] with k > 4 threshold selection from 129 rows; with
+// one expert per lane (E <= 32) rows with
 // k > 4 are ranked. E = 33, 40 and 64 run the tier of two experts per lane
 // (33: scalar loads; 40: lanes past 20 empty). Whatever the tier table picks must equal the
 // reference, the shared-memory path and the round selection bit for bit;
