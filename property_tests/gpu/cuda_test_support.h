@@ -44,6 +44,16 @@ inline void expect_reference_and_same_bits(const harness::RoutingCase& c, const 
   expect_bitwise_equal(got, harness::run_cuda_case(c, other), what);
 }
 
+// The tier table sends `c` to `path` (cuda::routing_path_name), and that
+// automatic run equals the reference and, bit for bit, the register path.
+inline void expect_automatic_path(const harness::RoutingCase& c, const char* path, const std::string& what) {
+  const harness::CudaCase dev(c);
+  EXPECT_STREQ(cuda::routing_path_name(cuda::chosen_path(dev.params())), path) << what;
+  expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}),
+                                 {.force_path = static_cast<int>(cuda::RoutingPath::kRegister)},
+                                 "automatic vs register path, " + what);
+}
+
 // The case the large-batch paths' Sanitizer.* tests run at E experts
 // (scripts/gpu_run.sh sanitize): k = 8, 130 rows with sparse padding
 // (partial blocks and tasks), quantized logits at E = 256 (ties: long

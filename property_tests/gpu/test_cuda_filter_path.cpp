@@ -150,10 +150,7 @@ TEST(FilterPath, TakesLargeBatchesByItself) {
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(s.experts * 3 + s.topk);
     const RoutingCase c(cfg);
-    const harness::CudaCase dev(c);
-    EXPECT_STREQ(cuda::routing_path_name(cuda::chosen_path(dev.params())), "filter") << describe(cfg);
-    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}), {.force_path = kRegisterPath},
-                                            "automatic vs register path, " + describe(cfg));
+    testing::expect_automatic_path(c, "filter", describe(cfg));
   }
 }
 

@@ -118,10 +118,7 @@ TEST(ThreadRowPath, TakesLargeBatchesByItself) {
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E);
     const RoutingCase c(cfg);
-    const harness::CudaCase dev(c);
-    EXPECT_STREQ(cuda::routing_path_name(cuda::chosen_path(dev.params())), "row-per-thread") << describe(cfg);
-    testing::expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}), {.force_path = kRegisterPath},
-                                            "automatic vs register path, " + describe(cfg));
+    testing::expect_automatic_path(c, "row-per-thread", describe(cfg));
   }
 }
 
