@@ -109,7 +109,7 @@ ImplementationPtr make_cuda_block_rank_implementation() {
 
 // The block-threshold path (one block per row, tau from the warp maxima)
 // takes any row count up to 512 experts; the tier table sends it few rows
-// with k in (4, 8].
+// with k in (4, 8] (with sigmoid also k 3-4 up to 256 experts).
 ImplementationPtr make_cuda_block_threshold_implementation() {
   return std::make_shared<CudaForcedPathImplementation>(
       "cuda-block-threshold", "CUDA kernel, block-threshold path forced where it can run", 8,

@@ -6,7 +6,8 @@
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
-//  * the block-threshold path (T <= 128, 128 < E <= 512, k 5-8): a block of
+//  * the block-threshold path (T <= 128, 128 < E <= 512 with k 5-8 and,
+//    with sigmoid, 128 < E <= 256 with k 3-4): a block of
 //    E / 32 warps per row, one expert per thread; tau from the warps'
 //    maxima, the experts that reach it ranked in one warp;
 //  * the block-rank path (T <= 128, 64 < E <= 128 with k > 1 and
