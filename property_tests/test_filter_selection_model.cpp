@@ -31,7 +31,7 @@ constexpr int kLanes = 32;
 constexpr int kVec = 4;              // the fp32 vector width of the filter tiers
 constexpr int kMaxCandidates = 32;   // kFilterCandidates
 
-// The kernel's margin (filter_margin), in fp32.
+// The kernel's margin (estimate_margin, routing_lane_scores.cuh), in fp32.
 float filter_margin(float max_abs_bias) { return 0x1p-17f * (1.0f + max_abs_bias); }
 
 // The bound on |qa - q| that the margin covers (the header's derivation).

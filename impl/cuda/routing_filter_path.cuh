@@ -42,7 +42,8 @@
 //    <= 2^-22 (tested on every S in [1, 2^24], the sums a row can have), so
 //    |t r - t / S| <= 2^-22 (t <= 1 <= S); with the two roundings, d <=
 //    2^-22 + 2^-23 + 2^-23 (1 + B).
-// Both are below 2^-19 (1 + B); margin = 2^-17 (1 + B) is twice 2d, which
+// Both are below 2^-19 (1 + B); margin = 2^-17 (1 + B) (estimate_margin,
+// routing_lane_scores.cuh, which the register path's k = 1 kernel shares) is twice 2d, which
 // also covers the roundings of computing margin and tau - margin (each
 // within 2^-23 relative of values below 2 + B). B, an fmax over the bias,
 // drops NaN entries (their experts' q is NaN either way).
@@ -78,9 +79,6 @@ struct FilterScratch {
   float row_sum[kFilterMaxRows];                       // softmax: the row's sum (NaN for a NaN row)
   int count[kFilterMaxRows];                           // candidates, or a row code
 };
-
-// The margin of the header comment from B = the largest |bias|.
-__device__ __forceinline__ float filter_margin(float max_abs_bias) { return 0x1p-17f * (1.0f + max_abs_bias); }
 
 // Inserts `key` (with its unbiased score) into a descending list of K
 // 64-bit selection keys; keys are unique, 0 means empty.
@@ -351,7 +349,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
   float max_abs_bias = 0.0f;
 #pragma unroll
   for (int i = 0; i < P; ++i) max_abs_bias = fmaxf(max_abs_bias, fabsf(b[i]));
-  const float margin = filter_margin(group_max_f32<32>(max_abs_bias));
+  const float margin = estimate_margin(group_max_f32<32>(max_abs_bias));
 
   const std::int64_t tasks = (p.num_tokens + R - 1) / R;
   for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kFilterWarps + threadIdx.x / 32; task < tasks;

@@ -94,6 +94,12 @@ __device__ __forceinline__ void softmax_shares(float (&s)[P], std::uint64_t row_
   for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
 }
 
+// How far below tau an estimated selection input may lie and still belong
+// to the top k, from B = the largest |bias| of the row: 2^-17 (1 + B),
+// twice the estimates' error on both sides (routing_filter_path.cuh derives
+// it). The filter path and the register path's k = 1 kernel use it.
+__device__ __forceinline__ float estimate_margin(float max_abs_bias) { return 0x1p-17f * (1.0f + max_abs_bias); }
+
 // Softmax over a row that the W warps of a block share (the split-row and
 // block-rank paths): the maximum and the fixed-point sum cross the warps
 // through shared memory (the caller's arrays, one entry per warp), one

@@ -63,6 +63,13 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
                            pdl, kp);
   }
+  // k = 1 on the full one-warp-per-row tiers from 4 experts per lane: a
+  // kernel that selects from estimated scores (routing_top1_estimate.cuh).
+  if constexpr (G == 32 && P >= 4) {
+    if (kp.estimate_top1 && kp.topk == 1 && vector_ok && kp.num_experts == G * P)
+      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, true>, blocks, 0,
+                           stream, pdl, kp);
+  }
   // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {

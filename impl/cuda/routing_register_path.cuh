@@ -30,6 +30,7 @@
 #include "routing_kernel_common.cuh"
 #include "routing_lane_scores.cuh"
 #include "routing_threshold_select.cuh"
+#include "routing_top1_estimate.cuh"
 
 namespace musespark::cuda {
 
@@ -177,10 +178,13 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // normalization, one kernel each, so that a launch carries only the code it
 // runs (decode cells 0.975-0.986x the time of one shared kernel, H200).
 // kRank: rows are ranked (warp_row_rank_select; G = 32, P = 1 only).
+// kTop1Estimate: k = 1 from estimated scores (top1_by_estimates; G = 32,
+// P >= 4), a kernel of its own so that the k > 1 kernels carry none of it.
 template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>,
-          bool kRank = false>
+          bool kRank = false, bool kTop1Estimate = false>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
+  static_assert(!kTop1Estimate || (G == 32 && P >= 4 && !kRank), "estimated top-1: one warp per row, 4+ experts per lane");
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kMaxK = G * P < kMaxTopK ? G * P : kMaxTopK;  // k <= min(E, 64) <= G * P
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
@@ -193,7 +197,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
   auto expert_of = [lane](int i) { return ((i / V) * G + lane) * V + i % V; };
   // Threshold selection: one warp per row, 8+ experts per lane (the launch
   // decides where it pays), k <= 32 (tau is the k-th largest lane maximum).
-  constexpr bool kThresholdTier = G == 32 && P >= 8;
+  constexpr bool kThresholdTier = G == 32 && P >= 8 && !kTop1Estimate;
   const bool try_threshold = kThresholdTier && p.threshold_select && p.topk <= 32;
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
@@ -226,41 +230,49 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
     }
     const T* row_ptr = static_cast<const T*>(p.logits) + (live ? row : 0) * p.logits_row_stride;
     load_lane_logits<T, P, V>(p, row_ptr, valid, [lane](int c) { return (c * G + lane) * V; }, s);
-    if constexpr (!kSoftmax) {
-      sigmoid_scores(s);
-    } else {
-      std::uint32_t has_nan = 0;
-      const float row_max = group_max_f32<G>(lane_softmax_max(s, valid, has_nan));
-      const bool row_nan = softmax_row_has_nan(group_max_u32<G>(has_nan) != 0, row_max);
-      softmax_shares(s, group_sum_u64<G>(lane_softmax_exp(s, valid, row_max)), row_nan);
-    }
-
-    // Selection input q = s + bias; NaN marks registers that hold no expert
-    // (threshold_select never takes a NaN; round_select tells them apart by
-    // valid[]).
-    float q[P];
-#pragma unroll
-    for (int i = 0; i < P; ++i) q[i] = valid[i] ? s[i] + b[i] : __int_as_float(0x7FFFFFFF);
-
     float selected_sum = 0.0f;
     std::int32_t slot_id[kSlotsPerLane] = {};
     float slot_score[kSlotsPerLane] = {};
-    bool selected = false;
-    if constexpr (kThresholdTier) {  // other tiers allocate no scratch
-      __shared__ ThresholdScratch threshold_scratch[kBlockThreads / 32];
-      selected = try_threshold && threshold_select<P, kSlotsPerLane>(q, s, expert_of, p.topk, live,
-                                                                     threshold_scratch[threadIdx.x / 32], slot_id,
-                                                                     slot_score, selected_sum);
+    if constexpr (kTop1Estimate) {
+      top1_by_estimates<P, V, kSoftmax>(s, b, valid, expert_of, slot_id[0], slot_score[0], selected_sum,
+                                        [&](const float (&q)[P], const float (&exact)[P]) {
+                                          round_select<G, P, V, kSlotsPerLane>(q, exact, valid, expert_of, 1,
+                                                                               slot_id, slot_score, selected_sum);
+                                        });
+    } else {
+      if constexpr (!kSoftmax) {
+        sigmoid_scores(s);
+      } else {
+        std::uint32_t has_nan = 0;
+        const float row_max = group_max_f32<G>(lane_softmax_max(s, valid, has_nan));
+        const bool row_nan = softmax_row_has_nan(group_max_u32<G>(has_nan) != 0, row_max);
+        softmax_shares(s, group_sum_u64<G>(lane_softmax_exp(s, valid, row_max)), row_nan);
+      }
+
+      // Selection input q = s + bias; NaN marks registers that hold no expert
+      // (threshold_select never takes a NaN; round_select tells them apart by
+      // valid[]).
+      float q[P];
+#pragma unroll
+      for (int i = 0; i < P; ++i) q[i] = valid[i] ? s[i] + b[i] : __int_as_float(0x7FFFFFFF);
+
+      bool selected = false;
+      if constexpr (kThresholdTier) {  // other tiers allocate no scratch
+        __shared__ ThresholdScratch threshold_scratch[kBlockThreads / 32];
+        selected = try_threshold && threshold_select<P, kSlotsPerLane>(q, s, expert_of, p.topk, live,
+                                                                       threshold_scratch[threadIdx.x / 32], slot_id,
+                                                                       slot_score, selected_sum);
+      }
+      if constexpr (kRank) {
+        static_assert(G == 32 && P == 1, "ranking: one warp per row, one expert per lane");
+        __shared__ RankScratch rank_scratch[kBlockThreads / 32];
+        warp_row_rank_select(q, s, valid, live, E, p.topk, rank_scratch[threadIdx.x / 32], slot_id, slot_score,
+                             selected_sum);
+        selected = true;
+      }
+      if (!selected)
+        round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
     }
-    if constexpr (kRank) {
-      static_assert(G == 32 && P == 1, "ranking: one warp per row, one expert per lane");
-      __shared__ RankScratch rank_scratch[kBlockThreads / 32];
-      warp_row_rank_select(q, s, valid, live, E, p.topk, rank_scratch[threadIdx.x / 32], slot_id, slot_score,
-                           selected_sum);
-      selected = true;
-    }
-    if (!selected)
-      round_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, p.topk, slot_id, slot_score, selected_sum);
 
     if (in_range) {
       const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);

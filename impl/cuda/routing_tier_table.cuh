@@ -207,6 +207,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   kp.rank_select = !options.force_round_selection;
+  kp.estimate_top1 = !options.force_round_selection;
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
     case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);
