@@ -179,7 +179,8 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // runs (decode cells 0.975-0.986x the time of one shared kernel, H200).
 // kRank: rows are ranked (warp_row_rank_select; G = 32, P = 1 only).
 // kTop1Estimate: k = 1 from estimated scores (top1_by_estimates; G = 32,
-// P >= 4), a kernel of its own so that the k > 1 kernels carry none of it.
+// P >= 4; the launch takes it from P = 8), a kernel of its own so that the
+// k > 1 kernels carry none of it.
 template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>,
           bool kRank = false, bool kTop1Estimate = false>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {

@@ -1,5 +1,5 @@
-// k = 1 on the register path's one-warp-per-row tiers (4+ experts per
-// lane), from estimated scores: the register path's kernel compiled with
+// k = 1 on the register path's one-warp-per-row tiers (8+ experts per
+// lane: E = 256, 384, 512), from estimated scores: the register path's kernel compiled with
 // kTop1Estimate calls it in place of the exact scores and the selection.
 //
 // Why. With k = 1 the selection is one group-wide max, and the exact score

@@ -1,7 +1,7 @@
 // The register path's k = 1 kernel that selects from estimated scores
 // (impl/cuda/routing_top1_estimate.cuh) against the float64 reference and,
 // bit for bit, against the exact round selection (force_round_selection):
-// on every full one-warp-per-row tier it takes (E = 128, 256, 384, 512),
+// on every full one-warp-per-row tier it takes (E = 256, 384, 512),
 // every dtype and normalization, and on rows built for its edges: near ties
 // closer than the estimates' error inside a lane and across lanes, exact
 // ties, NaN and infinite logits, constant rows, a bias so large or infinite
@@ -41,7 +41,7 @@ TEST(Top1Estimate, MatchesReferenceAndRoundsOnEveryDistribution) {
       harness::LogitsDistribution::kHuge};
   const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
   std::uint64_t i = 0;
-  for (std::int64_t E : {128, 256, 384, 512})
+  for (std::int64_t E : {256, 384, 512})
     for (auto dist : dists)
       for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
         CaseConfig cfg;
@@ -72,7 +72,7 @@ TEST(Top1Estimate, EstimateEdges) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   constexpr int kShapes = 9;
-  for (std::int64_t E : {128, 256, 512})
+  for (std::int64_t E : {256, 384, 512})
     for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
       for (int bias_case = 0; bias_case < 3; ++bias_case) {
         CaseConfig cfg;
@@ -115,7 +115,7 @@ TEST(Top1Estimate, EstimateEdges) {
 // the automatic call takes the kernel (vector loads, full tier).
 TEST(Top1Estimate, AutomaticCallsTakeIt) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {128, 256, 512}) {
+  for (std::int64_t E : {256, 384, 512}) {
     CaseConfig cfg;
     cfg.experts = E;
     cfg.topk = 1;
@@ -135,7 +135,7 @@ TEST(Top1Estimate, AutomaticCallsTakeIt) {
 // padded rows, rows the estimates leave to the exact selection.
 TEST(Sanitizer, Top1Estimate) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {128, 256, 384, 512}) {
+  for (std::int64_t E : {256, 384, 512}) {
     CaseConfig cfg = testing::sanitizer_case_config(E);
     cfg.topk = 1;
     cfg.logits = harness::LogitsDistribution::kQuantized;  // ties: rows go to the exact selection too
