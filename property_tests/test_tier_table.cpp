@@ -77,7 +77,9 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 64, 8, kBf16, kSoftmax}, "row-per-thread");     // 16-bit softmax from 65536
   expect_path({65536, 256, 4}, "filter");                             // E = 256 sigmoid k <= 4 at 65536
   expect_path({65536, 256, 8}, "row-per-thread");                     // E = 256 sigmoid, k >= 4
-  expect_path({32768, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // E = 256 softmax from 32768
+  expect_path({32768, 256, 4, DType::kFloat32, kSoftmax}, "filter");  // E = 256 softmax from 32768
+  expect_path({32768, 256, 1, DType::kFloat32, kSoftmax}, "register");  // k = 1: the estimated top-1 kernel
+  expect_path({65536, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // ... up to 65536 rows
   expect_path({65536, 512, 1}, "filter");
   expect_path({65536, 384, 8}, "filter");
 }

@@ -153,12 +153,19 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 //    k = 4 at 65536 rows 0.93x (fp32) and 0.99x (bf16) against the
 //    row-per-thread path, k = 8 1.0x and 1.14x, at 32768 rows 1.26-1.41x;
 //    E = 128 1.0-1.7x but two cells (0.92x and 0.99x).
+//  - 2026-12-01, against the register path's estimated top-1 kernel
+//    (routing_top1_estimate.cuh), k = 1, E = 256-512, T = 256-65536, both
+//    dtypes and normalizations: that kernel took 0.84-0.85x the filter
+//    path's time at E = 256 softmax, 32768 rows (both dtypes), so k = 1
+//    there starts at 65536 rows; everywhere else the filter path kept its
+//    rows (the top-1 kernel 0.99-1.06x at E = 512 and 8192 rows, 1.07-1.33x
+//    from 16384 rows at E = 384-512 and at 65536 rows at E = 256).
 inline bool filter_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
   if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
-  if (E == 256) return kp.softmax ? rows >= 32768 : kp.topk <= 4 && rows >= 65536;
+  if (E == 256) return kp.softmax ? rows >= (kp.topk == 1 ? 65536 : 32768) : kp.topk <= 4 && rows >= 65536;
   return false;
 }
 
