@@ -109,7 +109,7 @@ for step in "${steps[@]}"; do
     sanitize)
       for tool in memcheck racecheck; do
         log "compute-sanitizer --tool $tool (Sanitizer.*, CudaLoader.*)"
-        for bin in test_cuda_kernel:Sanitizer.* test_cuda_thread_row:Sanitizer.* test_cuda_filter_path:Sanitizer.* test_cuda_top1_estimate:Sanitizer.* test_cuda_loader:*many_chunks*; do
+        for bin in test_cuda_kernel:Sanitizer.* test_cuda_thread_row:Sanitizer.* test_cuda_filter_path:Sanitizer.* test_cuda_estimate_select:Sanitizer.* test_cuda_loader:*many_chunks*; do
           compute-sanitizer --tool "$tool" --error-exitcode 99 ./build/gpu/property_tests/${bin%%:*} \
             --gtest_filter="${bin#*:}" > "$LOGS/sanitizer.tmp" 2>&1 || status=1
           cat "$LOGS/sanitizer.tmp" >> "$LOGS/sanitizer.log"
@@ -169,7 +169,7 @@ for step in "${steps[@]}"; do
       dirs=(.candidates/*/)
       # CANDIDATE_TESTS=1: each tree's GPU tests of the kernel too (those of
       # CANDIDATE_TEST_NAMES that the tree defines, so a branch may add one).
-      test_names=(${CANDIDATE_TEST_NAMES:-test_cuda_kernel test_cuda_thread_row test_cuda_filter_path test_cuda_top1_estimate test_cuda_routing_math})
+      test_names=(${CANDIDATE_TEST_NAMES:-test_cuda_kernel test_cuda_thread_row test_cuda_filter_path test_cuda_estimate_select test_cuda_routing_math})
       cand_targets=(routing_benchmark)
       jobs_each=$(( 16 / (${#dirs[@]} + 1) )); [ "$jobs_each" -lt 2 ] && jobs_each=2
       log "candidates: building the baseline ($(cat .baseline/COMMIT)) and ${#dirs[@]} candidates side by side (-j$jobs_each each)"

@@ -63,7 +63,7 @@ KernelParams to_kernel_params(const RoutingParams& p) {
   kp.ids_int64 = p.ids_dtype == DType::kInt64;
   kp.threshold_select = false;  // decided with the tier, per launch
   kp.rank_select = false;
-  kp.estimate_top1 = false;
+  kp.estimate_select = false;
   return kp;
 }
 

@@ -67,7 +67,7 @@ struct KernelParams {
   bool ids_int64;
   bool threshold_select;       // register path, G = 32: try threshold selection first
   bool rank_select;            // launch only: the E <= 32 tier's ranking kernel for k >= 5 (off for forced rounds)
-  bool estimate_top1;          // launch only: k = 1 from estimated scores on full G = 32 tiers (off for forced rounds)
+  bool estimate_select;        // launch only: k <= 8 from estimated scores on full G = 32 tiers (off for forced rounds)
   std::int32_t filter_rows;    // filter path: rows per warp task (1-32), set by its launch
   bool trigger_first;          // launch only: PDL trigger before the wait (pdl_enter), set by launch_kernel
 };
@@ -88,8 +88,8 @@ struct LaunchOptions {
   // tuning.
   int filter_rows = 0;
   // Register path: select every row by k group-wide rounds from exact
-  // scores, never by the threshold filter, the ranking or the estimate-first
-  // k = 1 kernel, for tests that prove the selections agree.
+  // scores, never by the threshold filter, the ranking or the selection from
+  // estimated scores, for tests that prove the selections agree.
   bool force_round_selection = false;
   // Register path: try threshold selection on every row count where the
   // tier has it (one warp per row, 8+ experts per lane), for tuning where it

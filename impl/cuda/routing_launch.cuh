@@ -63,15 +63,19 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
                            pdl, kp);
   }
-  // k = 1 on the full one-warp-per-row tiers from 8 experts per lane: a
-  // kernel that selects from estimated scores (routing_top1_estimate.cuh).
-  // At 4 per lane (E = 128) it lost (H200, anchor grid: 1.02-1.07x the
+  // k <= 8 on the full one-warp-per-row tiers from 8 experts per lane:
+  // kernels that select from estimated scores (routing_estimate_select.cuh).
+  // At 4 per lane (E = 128) k = 1 lost (H200, anchor grid: 1.02-1.07x the
   // time at T = 1-1024): the estimates save four exact scores per lane,
   // less than the margin's reduction and the vote cost.
   if constexpr (G == 32 && P >= 8) {
-    if (kp.estimate_top1 && kp.topk == 1 && vector_ok && kp.num_experts == G * P)
-      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, true>, blocks, 0,
-                           stream, pdl, kp);
+    if (kp.estimate_select && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts == G * P) {
+      if (kp.topk == 1)
+        return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTop1>,
+                             blocks, 0, stream, pdl, kp);
+      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
+                           blocks, 0, stream, pdl, kp);
+    }
   }
   // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
   // drop their bound checks; others keep one kernel per vector width.

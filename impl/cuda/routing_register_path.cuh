@@ -30,7 +30,7 @@
 #include "routing_kernel_common.cuh"
 #include "routing_lane_scores.cuh"
 #include "routing_threshold_select.cuh"
-#include "routing_top1_estimate.cuh"
+#include "routing_estimate_select.cuh"
 
 namespace musespark::cuda {
 
@@ -178,14 +178,16 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // normalization, one kernel each, so that a launch carries only the code it
 // runs (decode cells 0.975-0.986x the time of one shared kernel, H200).
 // kRank: rows are ranked (warp_row_rank_select; G = 32, P = 1 only).
-// kTop1Estimate: k = 1 from estimated scores (top1_by_estimates; G = 32,
-// P >= 4; the launch takes it from P = 8), a kernel of its own so that the
-// k > 1 kernels carry none of it.
+// kEstimate: selection from estimated scores (routing_estimate_select.cuh;
+// G = 32, the launch takes it from P = 8), k = 1 (kEstimateTop1) or k in
+// [2, 8] (kEstimateTopK), each a kernel of its own so that no other
+// kernel carries its code.
 template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>,
-          bool kRank = false, bool kTop1Estimate = false>
+          bool kRank = false, int kEstimate = kEstimateOff>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {
   static_assert(32 % G == 0 && P % V == 0, "tier shape");
-  static_assert(!kTop1Estimate || (G == 32 && P >= 4 && !kRank), "estimated top-1: one warp per row, 4+ experts per lane");
+  static_assert(kEstimate == kEstimateOff || (G == 32 && P >= 4 && !kRank),
+                "estimated selection: one warp per row, 4+ experts per lane");
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kMaxK = G * P < kMaxTopK ? G * P : kMaxTopK;  // k <= min(E, 64) <= G * P
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
@@ -198,7 +200,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
   auto expert_of = [lane](int i) { return ((i / V) * G + lane) * V + i % V; };
   // Threshold selection: one warp per row, 8+ experts per lane (the launch
   // decides where it pays), k <= 32 (tau is the k-th largest lane maximum).
-  constexpr bool kThresholdTier = G == 32 && P >= 8 && !kTop1Estimate;
+  constexpr bool kThresholdTier = G == 32 && P >= 8 && kEstimate == kEstimateOff;
   const bool try_threshold = kThresholdTier && p.threshold_select && p.topk <= 32;
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
@@ -234,12 +236,20 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
     float selected_sum = 0.0f;
     std::int32_t slot_id[kSlotsPerLane] = {};
     float slot_score[kSlotsPerLane] = {};
-    if constexpr (kTop1Estimate) {
+    // The exact selection for the rows the estimates leave undecided (k a
+    // constant in the top-1 kernel, which then carries no sorted lists).
+    const int exact_k = kEstimate == kEstimateTop1 ? 1 : p.topk;
+    auto exact_rounds = [&](const float (&q)[P], const float (&exact)[P]) {
+      round_select<G, P, V, kSlotsPerLane>(q, exact, valid, expert_of, exact_k, slot_id, slot_score, selected_sum);
+    };
+    if constexpr (kEstimate == kEstimateTop1) {
       top1_by_estimates<P, V, kSoftmax>(s, b, valid, expert_of, slot_id[0], slot_score[0], selected_sum,
-                                        [&](const float (&q)[P], const float (&exact)[P]) {
-                                          round_select<G, P, V, kSlotsPerLane>(q, exact, valid, expert_of, 1,
-                                                                               slot_id, slot_score, selected_sum);
-                                        });
+                                        exact_rounds);
+    } else if constexpr (kEstimate == kEstimateTopK) {
+      __shared__ ThresholdScratch estimate_scratch[kBlockThreads / 32];
+      if (live)  // warp-uniform (one row per warp)
+        topk_by_estimates<P, kSoftmax>(s, b, valid, expert_of, p.topk, estimate_scratch[threadIdx.x / 32],
+                                       slot_id[0], slot_score[0], selected_sum, exact_rounds);
     } else {
       if constexpr (!kSoftmax) {
         sigmoid_scores(s);

@@ -154,7 +154,7 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 //    row-per-thread path, k = 8 1.0x and 1.14x, at 32768 rows 1.26-1.41x;
 //    E = 128 1.0-1.7x but two cells (0.92x and 0.99x).
 //  - 2026-12-01, against the register path's estimated top-1 kernel
-//    (routing_top1_estimate.cuh), k = 1, E = 256-512, T = 256-65536, both
+//    (routing_estimate_select.cuh), k = 1, E = 256-512, T = 256-65536, both
 //    dtypes and normalizations: that kernel took 0.84-0.85x the filter
 //    path's time at E = 256 softmax, 32768 rows (both dtypes), so k = 1
 //    there starts at 65536 rows; everywhere else the filter path kept its
@@ -214,7 +214,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   kp.rank_select = !options.force_round_selection;
-  kp.estimate_top1 = !options.force_round_selection;
+  kp.estimate_select = !options.force_round_selection;
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
     case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);

@@ -1,0 +1,157 @@
+// The register path's selection from estimated scores
+// (impl/cuda/routing_estimate_select.cuh: k = 1 and k in [2, 8]) against
+// the float64 reference and, bit for bit, against the exact round
+// selection (force_round_selection): on every full one-warp-per-row tier it
+// takes (E = 256, 384, 512), every dtype and normalization, and on rows
+// built for its edges: near ties closer than the estimates' error inside a
+// lane and across lanes, exact ties, NaN and infinite logits, constant
+// rows, fewer than k lanes holding a number, more candidates than lanes, a
+// bias so large or infinite that the margin keeps every expert.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include "harness/cuda_case.h"
+#include "../test_support.h"
+#include "cuda_test_support.h"
+
+namespace musespark {
+namespace {
+
+using harness::CaseConfig;
+using harness::RoutingCase;
+using harness::describe;
+
+constexpr int kRegisterPath = 1;  // cuda::LaunchOptions::force_path
+
+// The register path forced, so the call reaches the k = 1 kernel whatever
+// the tier table prefers at this row count; the exact rounds the same way.
+void expect_reference_and_rounds(const RoutingCase& c, const std::string& where) {
+  testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = kRegisterPath}),
+                                          {.force_path = kRegisterPath, .force_round_selection = true},
+                                          "estimated vs exact selection, " + where);
+}
+
+TEST(EstimateSelect, MatchesReferenceAndRoundsOnEveryDistribution) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
+      harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
+      harness::LogitsDistribution::kHuge};
+  const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
+  std::uint64_t i = 0;
+  for (std::int64_t E : {256, 384, 512})
+    for (std::int64_t k : {1, 2, 5, 8})
+      for (auto dist : dists)
+        for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
+          CaseConfig cfg;
+          cfg.experts = E;
+          cfg.topk = k;
+          cfg.tokens = 300;
+          cfg.logits = dist;
+          cfg.logits_dtype = dtypes[i % 3];
+          cfg.normalization = norm;
+          cfg.bias = static_cast<harness::BiasDistribution>(i % 6);
+          cfg.padding = i % 4 == 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
+          if (i % 3 == 0) cfg.multiplier = 0.17677669529663687;
+          if (i % 4 == 2) cfg.eps = 1e-15;
+          cfg.route_scale = i % 5 == 0 ? 2.5 : 1.0;
+          cfg.extra_rows = static_cast<std::int64_t>(i % 2);
+          cfg.ids_dtype = i % 5 == 0 ? DType::kInt64 : DType::kInt32;
+          cfg.seed = testing::test_seed() * 7919 + i;
+          expect_reference_and_rounds(RoutingCase(cfg), describe(cfg));
+          ++i;
+        }
+}
+
+// Rows built for each branch, 8 rows of each shape. Lane l of the warp
+// holds the experts e with (e / V) % 32 == l (V = 4 for fp32), so experts
+// 0 and 1 share lane 0 and experts 0 and 4 do not; experts 0-39 span ten
+// lanes, four each.
+TEST(EstimateSelect, EstimateEdges) {
+  SKIP_WITHOUT_GPU();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  constexpr int kShapes = 10;
+  for (std::int64_t E : {256, 384, 512})
+    for (std::int64_t k : {1, 4, 8})
+      for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
+        for (int bias_case = 0; bias_case < 3; ++bias_case) {
+          CaseConfig cfg;
+          cfg.experts = E;
+          cfg.topk = k;
+          cfg.tokens = kShapes * 8;
+          cfg.normalization = norm;
+          cfg.bias = bias_case == 0 ? harness::BiasDistribution::kZero : harness::BiasDistribution::kNormal;
+          cfg.padding = harness::PaddingMode::kSparse;
+          cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 100 + k * 10 + bias_case);
+          RoutingCase c(cfg);
+          // 1: |b| = 1e30 on one expert (the margin keeps every expert, the
+          // scores still differ); 2: +inf on one (an infinite margin).
+          if (bias_case == 1) c.set_bias(E / 3, -1e30f);
+          if (bias_case == 2) c.set_bias(E / 3, inf);
+          for (std::int64_t t = 0; t < cfg.tokens; ++t) {
+            const int shape = static_cast<int>(t / 8);
+            for (std::int64_t e = 0; e < E; ++e) {
+              float x = c.logit(t, e);
+              const float ef = static_cast<float>(e);
+              switch (shape) {
+                case 0: x = e < 2 ? 2.0f + 1e-7f * ef : x; break;    // near tie inside lane 0
+                case 1: x = e == 0 || e == 4 ? 2.0f + 1e-7f * ef : x; break;  // near tie across lanes 0 and 1
+                case 2: x = e % 5 == 0 ? 3.0f : x; break;            // exact ties among the best
+                case 3: x = 1.0f; break;                             // constant row
+                case 4: x = e == E - 1 ? inf : (e % 2 ? -inf : nan); break;  // infinities, NaNs, one +inf
+                case 5: x = e % 32 < k - 1 ? 0.5f : nan; break;      // few lanes hold a number (k = 8: fewer than k; k = 1: none)
+                case 6: x = -inf; break;                             // all -inf (softmax: the NaN class)
+                case 7: x = e < 40 ? 5.0f - 1e-6f * ef : -5.0f; break;  // 40 near-equal candidates
+                case 8: x = 80.0f + ef * 1e-3f; break;               // sigmoid saturated at 1: ties
+                default: break;                                      // a plain random row
+              }
+              c.set_logit(t, e, x);
+            }
+          }
+          expect_reference_and_rounds(c, "edges, bias case " + std::to_string(bias_case) + ", " + describe(cfg));
+        }
+}
+
+// Where the tier table sends these calls to the register path (1100 rows
+// here), the automatic call takes the kernels (vector loads, full tier);
+// k = 9 does not, and still matches.
+TEST(EstimateSelect, AutomaticCallsTakeIt) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {256, 384, 512})
+    for (std::int64_t k : {1, 4, 8, 9}) {
+      CaseConfig cfg;
+      cfg.experts = E;
+      cfg.topk = k;
+      cfg.tokens = 1100;
+      cfg.logits_dtype = DType::kBFloat16;
+      cfg.normalization = E == 256 ? Normalization::kSoftmax : Normalization::kSigmoid;
+      cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 10 + k);
+      const RoutingCase c(cfg);
+      const harness::CudaCase dev(c);
+      EXPECT_STREQ(cuda::routing_path_name(cuda::chosen_path(dev.params())), "register") << describe(cfg);
+      testing::expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}), {.force_round_selection = true},
+                                              "automatic vs exact rounds, " + describe(cfg));
+    }
+}
+
+// For compute-sanitizer (scripts/gpu_run.sh sanitize): every full tier,
+// padded rows, rows the estimates leave to the exact selection.
+TEST(Sanitizer, EstimateSelect) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {256, 384, 512})
+    for (std::int64_t k : {1, 8}) {
+      CaseConfig cfg = testing::sanitizer_case_config(E);
+      cfg.topk = k;
+      cfg.logits = harness::LogitsDistribution::kQuantized;  // ties: rows go to the exact selection too
+      const RoutingCase c(cfg);
+      EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c, {.force_path = kRegisterPath}))))
+          << describe(cfg);
+    }
+}
+
+}  // namespace
+}  // namespace musespark
