@@ -19,7 +19,8 @@
 //  - k = 1 (top1_by_estimates): tau is the row's largest qa and a lane
 //    rarely holds two candidates; each lane scores its one, and one
 //    group-wide round picks the best key.
-//  - k in [2, 8] (topk_by_estimates): k rounds over the lane maxima give
+//  - k in [2, 8] (topk_by_estimates; the tier table sends it k >= 4,
+//    estimate_select_preferred): k rounds over the lane maxima give
 //    tau; the candidates (k plus a few) are compacted into shared memory,
 //    lane j scores candidate j and counts the candidates above it by
 //    shuffles: its rank, which is its slot when below k.
@@ -146,7 +147,6 @@ __device__ __forceinline__ void top1_by_estimates(float (&s)[P], const float (&b
 // k in [2, kEstimateMaxTopK], a live row (the caller skips others: one warp
 // per row, so liveness is warp-uniform). Lane j < k gets output slot j in
 // slot_id / slot_score; selected_sum is the slot-order sum from 0.
-constexpr int kEstimateMaxTopK = 8;
 
 template <int P, bool kSoftmax, typename ExpertOf, typename ExactSelect>
 __device__ __forceinline__ void topk_by_estimates(float (&s)[P], const float (&b)[P], const bool (&valid)[P],

@@ -117,6 +117,7 @@ constexpr std::int64_t kRegisterPathMaxExperts = 512;
 constexpr std::int64_t kSharedPathMaxExperts = 16384;
 constexpr std::int64_t kMaxTopK = 64;
 constexpr int kFilterMaxTopK = 8;   // filter path: the sorted list a lane keeps
+constexpr int kEstimateMaxTopK = 8;  // register path, selection from estimated scores: k rounds unrolled
 constexpr int kFilterMaxRows = 16;  // filter path: rows of a warp task, one per lane when ranked
 
 // Why the row-per-thread path cannot take `kp` (logits of `logit_bytes`

@@ -63,11 +63,12 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
                            pdl, kp);
   }
-  // k <= 8 on the full one-warp-per-row tiers from 8 experts per lane:
-  // kernels that select from estimated scores (routing_estimate_select.cuh).
-  // At 4 per lane (E = 128) k = 1 lost (H200, anchor grid: 1.02-1.07x the
-  // time at T = 1-1024): the estimates save four exact scores per lane,
-  // less than the margin's reduction and the vote cost.
+  // Where the tier table asks for it (estimate_select_preferred), on the
+  // full one-warp-per-row tiers from 8 experts per lane: kernels that
+  // select from estimated scores (routing_estimate_select.cuh). At 4 per
+  // lane (E = 128) k = 1 lost (H200, anchor grid: 1.02-1.07x the time at
+  // T = 1-1024): the estimates save four exact scores per lane, less than
+  // the margin's reduction and the vote cost.
   if constexpr (G == 32 && P >= 8) {
     if (kp.estimate_select && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts == G * P) {
       if (kp.topk == 1)

@@ -75,6 +75,24 @@ constexpr std::int64_t kSplitRowMaxRows = 128;
 constexpr std::int64_t kThresholdSelectMinRows = 1024;
 constexpr int kThresholdSelectMinExperts = 129;
 
+// Where the register path selects from estimated scores
+// (routing_estimate_select.cuh; its launch also needs one warp per row, a
+// full tier of 8+ experts per lane and vector loads: E = 256, 384, 512).
+// Against exact scores on the H200 (2026-12-01: the anchor grid's A/B, and
+// T = 256-4096 at E = 256-512, k = 2 / 4 / 8, both dtypes and
+// normalizations, the same call): k = 1 0.85-0.92x the time at E = 256-512
+// (T = 1024 and 8192; 1.02-1.07x at E = 128, which the launch leaves out),
+// k = 4-8 0.76-0.95x at 256-8192 rows. Left to the exact scores: k = 2
+// (0.86-1.02x at 256-512 rows but 1.0-1.07x from 2048, up to 1.29x at
+// E = 512) and k = 3 (not measured); E = 512 softmax k = 4 from 1024 rows
+// (1.03-1.16x in five of six cells). Not explained: fp32 E = 512 at 2048
+// rows lost at k = 4 and 8 (1.07-1.16x) where 1024 and 4096 rows gained.
+inline bool estimate_select_preferred(const KernelParams& kp) {
+  if (kp.topk == 1) return true;
+  if (kp.topk < 4 || kp.topk > kEstimateMaxTopK) return false;
+  return !(kp.num_experts == 512 && kp.softmax && kp.topk <= 4 && kp.num_tokens >= 1024);
+}
+
 // Decode exception to the two limits above: for E in (128, 256] and k > 4
 // the warp-per-row tier with threshold selection beats the split-row path
 // at any row count (H200, fp32, T <= 128, k = 8: sigmoid 0.80-0.84x the
@@ -214,7 +232,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   kp.rank_select = !options.force_round_selection;
-  kp.estimate_select = !options.force_round_selection;
+  kp.estimate_select = !options.force_round_selection && estimate_select_preferred(kp);
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
     case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);
