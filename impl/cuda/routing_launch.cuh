@@ -69,13 +69,16 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   // lane (E = 128) k = 1 lost (H200, anchor grid: 1.02-1.07x the time at
   // T = 1-1024): the estimates save four exact scores per lane, less than
   // the margin's reduction and the vote cost.
-  if constexpr (G == 32 && P >= 8) {
+  if constexpr (G == 32 && P >= 4) {
     if (kp.estimate_select && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts == G * P) {
-      if (kp.topk == 1)
-        return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTop1>,
+      if constexpr (P >= 8) {
+        if (kp.topk == 1)
+          return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTop1>,
+                               blocks, 0, stream, pdl, kp);
+      }
+      if (kp.topk >= (P >= 8 ? 2 : 4))
+        return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
                              blocks, 0, stream, pdl, kp);
-      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
-                           blocks, 0, stream, pdl, kp);
     }
   }
   // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,

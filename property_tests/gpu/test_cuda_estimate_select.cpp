@@ -42,7 +42,7 @@ TEST(EstimateSelect, MatchesReferenceAndRoundsOnEveryDistribution) {
       harness::LogitsDistribution::kHuge};
   const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
   std::uint64_t i = 0;
-  for (std::int64_t E : {256, 384, 512})
+  for (std::int64_t E : {128, 256, 384, 512})
     for (std::int64_t k : {1, 4, 5, 8})  // the k the tier table sends it
       for (auto dist : dists)
         for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
@@ -75,7 +75,7 @@ TEST(EstimateSelect, EstimateEdges) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   constexpr int kShapes = 10;
-  for (std::int64_t E : {256, 384, 512})
+  for (std::int64_t E : {128, 256, 384, 512})
     for (std::int64_t k : {1, 4, 8})
       for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
         for (int bias_case = 0; bias_case < 3; ++bias_case) {
