@@ -1,7 +1,7 @@
 // Selection from estimated scores on the register path's one-warp-per-row
-// tiers with 8+ experts per lane (E = 256, 384, 512): the register path's
-// kernel compiled with kEstimate calls these in place of the exact scores
-// and the selection.
+// tiers (E = 256, 384, 512 with 8+ experts per lane; k >= 4 also at E =
+// 128, four per lane): the register path's kernel compiled with kEstimate
+// calls these in place of the exact scores and the selection.
 //
 // Why. The exact score of every expert is most of a row's instructions:
 // the sigmoid's exp and correctly rounded reciprocal (about fourteen

@@ -64,11 +64,11 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
                            pdl, kp);
   }
   // Where the tier table asks for it (estimate_select_preferred), on the
-  // full one-warp-per-row tiers from 8 experts per lane: kernels that
-  // select from estimated scores (routing_estimate_select.cuh). At 4 per
-  // lane (E = 128) k = 1 lost (H200, anchor grid: 1.02-1.07x the time at
-  // T = 1-1024): the estimates save four exact scores per lane, less than
-  // the margin's reduction and the vote cost.
+  // full one-warp-per-row tiers from 4 experts per lane: kernels that
+  // select from estimated scores (routing_estimate_select.cuh). The top-1
+  // kernel from 8 per lane only: at 4 (E = 128) it lost (H200, anchor
+  // grid: 1.02-1.07x the time at T = 1-1024), the estimates saving four
+  // exact scores per lane, less than the margin's reduction and the vote.
   if constexpr (G == 32 && P >= 4) {
     if (kp.estimate_select && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts == G * P) {
       if constexpr (P >= 8) {
@@ -76,7 +76,7 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
           return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTop1>,
                                blocks, 0, stream, pdl, kp);
       }
-      if (kp.topk >= (P >= 8 ? 2 : 4))
+      if (kp.topk >= 2)
         return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
                              blocks, 0, stream, pdl, kp);
     }

@@ -77,19 +77,26 @@ constexpr int kThresholdSelectMinExperts = 129;
 
 // Where the register path selects from estimated scores
 // (routing_estimate_select.cuh; its launch also needs one warp per row, a
-// full tier of 8+ experts per lane and vector loads: E = 256, 384, 512).
+// full tier of 4+ experts per lane and vector loads: E = 128 below 4096
+// rows, E = 256, 384, 512; the top-1 kernel from 8 per lane).
 // Against exact scores on the H200 (2026-12-01: the anchor grid's A/B, and
-// T = 256-4096 at E = 256-512, k = 2 / 4 / 8, both dtypes and
-// normalizations, the same call): k = 1 0.85-0.92x the time at E = 256-512
-// (T = 1024 and 8192; 1.02-1.07x at E = 128, which the launch leaves out),
-// k = 4-8 0.76-0.95x at 256-8192 rows. Left to the exact scores: k = 2
+// T = 256-4096 at E = 128-512, k = 2 / 4 / 8, both dtypes and
+// normalizations, the same calls): k = 1 0.85-0.92x the time at E =
+// 256-512 (T = 1024 and 8192; 1.02-1.07x at E = 128, which the launch
+// leaves out), k = 4-8 0.76-0.95x at 256-8192 rows for E = 256-512; at
+// E = 128 k = 8 0.81-0.93x at 256-4095 rows and k = 4 0.93-0.985x from
+// 2048 rows but 1.0-1.05x at 256-1024. Left to the exact scores: k = 2
 // (0.86-1.02x at 256-512 rows but 1.0-1.07x from 2048, up to 1.29x at
 // E = 512) and k = 3 (not measured); E = 512 softmax k = 4 from 1024 rows
-// (1.03-1.16x in five of six cells). Not explained: fp32 E = 512 at 2048
-// rows lost at k = 4 and 8 (1.07-1.16x) where 1024 and 4096 rows gained.
+// (1.03-1.16x in five of six cells); E = 128 k = 4 below 2048 rows. k =
+// 5-7 are between the measured 4 and 8. Not explained: fp32 E = 512 at
+// 2048 rows lost at k = 4 and 8 (1.07-1.16x) where 1024 and 4096 rows
+// gained (docs/performance.md, next steps).
 inline bool estimate_select_preferred(const KernelParams& kp) {
+  if (kp.topk > kEstimateMaxTopK) return false;
+  if (kp.num_experts <= 128) return kp.topk > 4 || (kp.topk == 4 && kp.num_tokens >= 2048);
   if (kp.topk == 1) return true;
-  if (kp.topk < 4 || kp.topk > kEstimateMaxTopK) return false;
+  if (kp.topk < 4) return false;
   return !(kp.num_experts == 512 && kp.softmax && kp.topk <= 4 && kp.num_tokens >= 1024);
 }
 

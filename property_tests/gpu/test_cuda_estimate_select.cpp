@@ -1,12 +1,13 @@
 // The register path's selection from estimated scores
-// (impl/cuda/routing_estimate_select.cuh: k = 1 and k in [4, 8]) against
-// the float64 reference and, bit for bit, against the exact round
-// selection (force_round_selection): on every full one-warp-per-row tier it
-// takes (E = 256, 384, 512), every dtype and normalization, and on rows
-// built for its edges: near ties closer than the estimates' error inside a
-// lane and across lanes, exact ties, NaN and infinite logits, constant
-// rows, fewer than k lanes holding a number, more candidates than lanes, a
-// bias so large or infinite that the margin keeps every expert.
+// (impl/cuda/routing_estimate_select.cuh: k = 1 and k in [4, 8]; at E = 128
+// k >= 4) against the float64 reference and, bit for bit, against the
+// exact round selection (force_round_selection): on every full
+// one-warp-per-row tier it takes (E = 128, 256, 384, 512), every dtype and
+// normalization, and on rows built for its edges: near ties closer than
+// the estimates' error inside a lane and across lanes, exact ties, NaN and
+// infinite logits, constant rows, fewer than k lanes holding a number,
+// more candidates than lanes, a bias so large or infinite that the margin
+// keeps every expert.
 #include <gtest/gtest.h>
 
 #include <limits>
