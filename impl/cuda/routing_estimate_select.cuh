@@ -42,30 +42,6 @@ constexpr int kEstimateOff = 0;   // exact scores, then the selections of routin
 constexpr int kEstimateTop1 = 1;  // top1_by_estimates
 constexpr int kEstimateTopK = 2;  // topk_by_estimates
 
-// The estimates qa[] of the lane's selection inputs (NaN where a register
-// holds no expert). s[] holds the lane's logits (widened and scaled); with
-// softmax it holds the exp terms afterwards and sum the row's sum (NaN for
-// a NaN row), from which exact_scores_after_estimates finishes the shares.
-template <int P, bool kSoftmax>
-__device__ __forceinline__ void estimate_inputs(float (&s)[P], const float (&b)[P], const bool (&valid)[P],
-                                                float (&qa)[P], float& sum) {
-  const float kNoExpert = __int_as_float(0x7FFFFFFF);
-  sum = 0.0f;
-  if constexpr (!kSoftmax) {
-#pragma unroll
-    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? rm::sigmoid_estimate(s[i]) + b[i] : kNoExpert;
-  } else {
-    std::uint32_t has_nan = 0;
-    const float row_max = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
-    const bool row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
-    const std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, row_max));  // s: the exp terms now
-    sum = row_nan ? kNoExpert : rm::softmax_sum_from_fixed(fixed);
-    const float inv = rm::reciprocal_estimate(sum);
-#pragma unroll
-    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? fmaf(s[i], inv, b[i]) : kNoExpert;
-  }
-}
-
 // The exact scores (into s[]) and selection inputs q[] after
 // estimate_inputs, for the rows the estimates leave undecided: the same
 // bits as the register path's scoring from the logits.
@@ -157,20 +133,7 @@ __device__ __forceinline__ void topk_by_estimates(float (&s)[P], const float (&b
   float qa[P], sum;
   estimate_inputs<P, kSoftmax>(s, b, valid, qa, sum);
 
-  // tau: the k-th largest lane maximum of qa, as threshold_select finds it.
-  float lane_max = qa[0];
-#pragma unroll
-  for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, qa[i]);  // NaN dropped
-  std::uint32_t v = rm::ordered_score(lane_max);                  // all NaN -> 0
-  std::uint32_t tau_ord = 0;
-#pragma unroll
-  for (int round = 0; round < kEstimateMaxTopK; ++round) {  // k rounds, unrolled: no loop in the row's chain
-    if (round < k) {
-      const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
-      tau_ord = m;
-      v = v == m ? 0u : v;
-    }
-  }
+  const std::uint32_t tau_ord = kth_lane_max_ord<kEstimateMaxTopK>(qa, k);
   // Not (qa < keep_from): NaN estimates are kept, and a NaN bound (an
   // infinite margin) keeps every expert, which sends the row to
   // exact_select.

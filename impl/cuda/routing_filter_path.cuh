@@ -175,36 +175,12 @@ __device__ __forceinline__ bool filter_row(const KernelParams& p, float (&x)[P],
                                            FilterScratch& sc, int r) {
   const int lane = threadIdx.x % 32;
   const int k = p.topk;
-  float qa[P];
-  if constexpr (!kSoftmax) {
-#pragma unroll
-    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? rm::sigmoid_estimate(x[i]) + b[i] : __int_as_float(0x7FFFFFFF);
-  } else {
-    std::uint32_t has_nan = 0;
-    const float row_max = group_max_f32<32>(lane_softmax_max(x, valid, has_nan));
-    const bool row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
-    const std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(x, valid, row_max));  // x: the exp terms now
-    const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-    const float inv = rm::reciprocal_estimate(sum);
-#pragma unroll
-    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? fmaf(x[i], inv, b[i]) : __int_as_float(0x7FFFFFFF);
+  float qa[P], sum;
+  estimate_inputs<P, kSoftmax>(x, b, valid, qa, sum);  // softmax: x holds the exp terms now
+  if constexpr (kSoftmax) {
     if (lane == 0) sc.row_sum[r] = sum;
   }
-
-  // tau: the k-th largest lane maximum of qa, as threshold_select finds it.
-  float lane_max = qa[0];
-#pragma unroll
-  for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, qa[i]);  // NaN dropped
-  std::uint32_t v = rm::ordered_score(lane_max);                  // all NaN -> 0
-  std::uint32_t tau_ord = 0;
-#pragma unroll
-  for (int round = 0; round < K; ++round) {  // k <= K rounds, unrolled: no loop in the row's chain
-    if (round < k) {
-      const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
-      tau_ord = m;
-      v = v == m ? 0u : v;
-    }
-  }
+  const std::uint32_t tau_ord = kth_lane_max_ord<K>(qa, k);
   // Not (qa < keep_from): NaN estimates are candidates too, and a NaN bound
   // (infinite margin) keeps every expert.
   const float keep_from = tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - margin;

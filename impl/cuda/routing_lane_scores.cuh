@@ -94,6 +94,53 @@ __device__ __forceinline__ void softmax_shares(float (&s)[P], std::uint64_t row_
   for (int i = 0; i < P; ++i) s[i] = rm::softmax_share(s[i], sum);
 }
 
+// The estimates qa[] of the lane's selection inputs (NaN where a register
+// holds no expert). s[] holds the lane's logits (widened and scaled); with
+// softmax it holds the exp terms afterwards and sum the row's sum (NaN for
+// a NaN row), from which exact_scores_after_estimates finishes the shares.
+template <int P, bool kSoftmax>
+__device__ __forceinline__ void estimate_inputs(float (&s)[P], const float (&b)[P], const bool (&valid)[P],
+                                                float (&qa)[P], float& sum) {
+  const float kNoExpert = __int_as_float(0x7FFFFFFF);
+  sum = 0.0f;
+  if constexpr (!kSoftmax) {
+#pragma unroll
+    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? rm::sigmoid_estimate(s[i]) + b[i] : kNoExpert;
+  } else {
+    std::uint32_t has_nan = 0;
+    const float row_max = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
+    const bool row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
+    const std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, row_max));  // s: the exp terms now
+    sum = row_nan ? kNoExpert : rm::softmax_sum_from_fixed(fixed);
+    const float inv = rm::reciprocal_estimate(sum);
+#pragma unroll
+    for (int i = 0; i < P; ++i) qa[i] = valid[i] ? fmaf(s[i], inv, b[i]) : kNoExpert;
+  }
+}
+
+// tau of the filter path and the estimated selection: the k-th largest of
+// the 32 lanes' maxima of q (NaN dropped), as an ordered score; 0 when
+// fewer than k lanes hold a number. k <= K rounds of redux.sync, unrolled
+// so that no loop sits in the row's chain; equal maxima leave together, so
+// tau can only come out lower than the k-th largest, never higher.
+template <int K, int P>
+__device__ __forceinline__ std::uint32_t kth_lane_max_ord(const float (&q)[P], int k) {
+  float lane_max = q[0];
+#pragma unroll
+  for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, q[i]);  // NaN dropped
+  std::uint32_t v = rm::ordered_score(lane_max);                 // all NaN -> 0
+  std::uint32_t tau_ord = 0;
+#pragma unroll
+  for (int round = 0; round < K; ++round) {
+    if (round < k) {
+      const std::uint32_t m = __reduce_max_sync(0xFFFFFFFFu, v);
+      tau_ord = m;
+      v = v == m ? 0u : v;
+    }
+  }
+  return tau_ord;
+}
+
 // How far below tau an estimated selection input may lie and still belong
 // to the top k, from B = the largest |bias| of the row: 2^-17 (1 + B),
 // twice the estimates' error on both sides (routing_filter_path.cuh derives
