@@ -34,7 +34,8 @@ MS_HOST_DEVICE inline bool is_nan_bits(std::uint32_t bits) {
 
 #ifdef __CUDACC__
 // The hardware's estimate of 1 / b (rcp.approx, flushing subnormals). The
-// filter path (routing_filter_path.cuh) uses it and sigmoid_estimate only
+// filter path (routing_filter_path.cuh) and the register path's estimated
+// selection (routing_estimate_select.cuh) use it and sigmoid_estimate only
 // to discard experts that cannot reach the top k; every kept expert is
 // scored again by the exact functions. Their error bounds are
 // kSigmoidEstimateMaxError and kReciprocalEstimateMaxRelError, checked on
