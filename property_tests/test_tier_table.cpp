@@ -84,6 +84,28 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 384, 8}, "filter");
 }
 
+// The register path's selection from estimated scores: where the tier
+// table asks for it (the launch adds the full-tier and vector-load checks).
+TEST(TierTable, EstimatedSelection) {
+  auto preferred = [](const Call& c, const cuda::LaunchOptions& options = {}) {
+    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    return cuda::estimated_selection_preferred(p, options);
+  };
+  EXPECT_TRUE(preferred({1024, 256, 1}));                      // k = 1 from 8 experts per lane
+  EXPECT_TRUE(preferred({8192, 512, 8, kBf16, kSoftmax}));     // k = 4-8
+  EXPECT_TRUE(preferred({1024, 512, 4}));                      // E = 512 sigmoid k = 4
+  EXPECT_FALSE(preferred({1024, 512, 4, DType::kFloat32, kSoftmax}));  // ... not softmax from 1024 rows
+  EXPECT_TRUE(preferred({512, 512, 4, DType::kFloat32, kSoftmax}));
+  EXPECT_FALSE(preferred({1024, 256, 2}));                     // k = 2-3: exact
+  EXPECT_FALSE(preferred({1024, 256, 3}));
+  EXPECT_FALSE(preferred({1024, 256, 9}));                     // past the unrolled rounds
+  EXPECT_TRUE(preferred({1024, 128, 8}));                      // E = 128: k = 5-8
+  EXPECT_FALSE(preferred({1024, 128, 4}));                     // ... k = 4 from 2048 rows
+  EXPECT_TRUE(preferred({2048, 128, 4}));
+  EXPECT_FALSE(preferred({1024, 128, 1}));                     // ... no top-1 at four per lane
+  EXPECT_FALSE(preferred({1024, 256, 8}, {.force_round_selection = true}));
+}
+
 TEST(TierTable, LayoutTheVectorPathsCannotLoadFallsBack) {
   // 4 bytes off the 16-byte vectors: the row-per-thread and filter paths
   // cannot load it, so the register path takes the call.

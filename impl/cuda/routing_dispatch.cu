@@ -162,6 +162,11 @@ RoutingPath chosen_path(const RoutingParams& p, const LaunchOptions& options) {
   return choose_path(to_kernel_params(p), options, static_cast<int>(dtype_size(p.logits_dtype)));
 }
 
+bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& options) {
+  check_launch(p, options);
+  return !options.force_round_selection && estimate_select_preferred(to_kernel_params(p));
+}
+
 cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
   check_launch(p, options);
   if (p.num_tokens == 0) return cudaSuccess;

@@ -142,6 +142,13 @@ cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream,
 // tests.
 RoutingPath chosen_path(const RoutingParams& p, const LaunchOptions& options = {});
 
+// Whether the tier table asks the register path to select `p` from
+// estimated scores (estimate_select_preferred, off under
+// force_round_selection). The launch then also needs a full one-warp-per-row
+// tier (E = 128 below 4096 rows, 256, 384, 512; k = 1 from 256) and vector
+// loads. Host only, like chosen_path.
+bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& options = {});
+
 // Per-dtype entry points, one translation unit each; `pdl` is already
 // resolved against the device.
 cudaError_t launch_routing_fp32(const KernelParams& kp, cudaStream_t stream,
