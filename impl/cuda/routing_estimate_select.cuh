@@ -83,12 +83,10 @@ __device__ __forceinline__ void top1_by_estimates(float (&s)[P], const float (&b
   const int lane = threadIdx.x % 32;
   float qa[P], sum;
   estimate_inputs<P, kSoftmax>(s, b, valid, qa, sum);
-  float lane_max = qa[0];  // NaN dropped by fmaxf
-#pragma unroll
-  for (int i = 1; i < P; ++i) lane_max = fmaxf(lane_max, qa[i]);
-  // No number in the row (tau NaN) or an infinite margin: keep_from is NaN
-  // or -inf, every expert is kept and the row goes to exact_select.
-  const float keep_from = group_max_f32<32>(lane_max) - row_estimate_margin(b);
+  // tau = the row's largest estimate. No number in the row (tau NaN) or an
+  // infinite margin: keep_from is NaN or -inf, every expert is kept and the
+  // row goes to exact_select.
+  const float keep_from = rm::score_from_ordered(kth_lane_max_ord<1>(qa, 1)) - row_estimate_margin(b);
 
   int count = 0;
   float x = 0.0f, bias = 0.0f;  // the lane's candidate, if it has one
@@ -123,7 +121,6 @@ __device__ __forceinline__ void top1_by_estimates(float (&s)[P], const float (&b
 // k in [2, kEstimateMaxTopK], a live row (the caller skips others: one warp
 // per row, so liveness is warp-uniform). Lane j < k gets output slot j in
 // slot_id / slot_score; selected_sum is the slot-order sum from 0.
-
 template <int P, bool kSoftmax, typename ExpertOf, typename ExactSelect>
 __device__ __forceinline__ void topk_by_estimates(float (&s)[P], const float (&b)[P], const bool (&valid)[P],
                                                   ExpertOf expert_of, int k, ThresholdScratch& sc,
