@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <string>
 
 #include "../test_support.h"
@@ -52,6 +53,45 @@ inline void expect_automatic_path(const harness::RoutingCase& c, const char* pat
   expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}),
                                  {.force_path = static_cast<int>(cuda::RoutingPath::kRegister)},
                                  "automatic vs register path, " + what);
+}
+
+// The logits distributions the sweeps of the large-batch paths and the
+// estimated selection cover: every kind of row the generator makes.
+inline constexpr harness::LogitsDistribution kSweepDistributions[] = {
+    harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
+    harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
+    harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
+    harness::LogitsDistribution::kHuge};
+
+// Case i of such a sweep: the settings that turn with i, so that the sweep
+// over experts, k and distributions also covers every logits dtype, bias
+// kind, sparse padding, the logit multiplier, eps, rows past T and int64
+// ids. (Each sweep adds what its path needs besides.)
+inline void turn_sweep_settings(harness::CaseConfig& cfg, std::uint64_t i) {
+  constexpr DType kDtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
+  cfg.logits_dtype = kDtypes[i % 3];
+  cfg.bias = static_cast<harness::BiasDistribution>(i % 6);
+  cfg.padding = i % 4 == 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
+  if (i % 3 == 0) cfg.multiplier = 0.17677669529663687;
+  if (i % 4 == 2) cfg.eps = 1e-15;
+  cfg.extra_rows = static_cast<std::int64_t>(i % 2);
+  cfg.ids_dtype = i % 5 == 0 ? DType::kInt64 : DType::kInt32;
+}
+
+// The edge tests' case: cfg's rows in shapes of 8 rows; row t holds shape
+// t / 8, whose logit of expert e is logit_of(shape, e, x) with x the
+// generated one. bias_case 1 puts -1e30 on expert E / 3 (the margin of the
+// estimated scores keeps every expert, the scores still differ), 2 puts
+// +inf there (an infinite margin); 0 keeps cfg's bias.
+template <typename LogitOf>
+harness::RoutingCase edge_rows_case(const harness::CaseConfig& cfg, int bias_case, LogitOf logit_of) {
+  harness::RoutingCase c(cfg);
+  if (bias_case == 1) c.set_bias(cfg.experts / 3, -1e30f);
+  if (bias_case == 2) c.set_bias(cfg.experts / 3, std::numeric_limits<float>::infinity());
+  for (std::int64_t t = 0; t < cfg.tokens; ++t)
+    for (std::int64_t e = 0; e < cfg.experts; ++e)
+      c.set_logit(t, e, logit_of(static_cast<int>(t / 8), e, c.logit(t, e)));
+  return c;
 }
 
 // The case the large-batch paths' Sanitizer.* tests run at E experts

@@ -36,31 +36,19 @@ void expect_reference_and_rounds(const RoutingCase& c, const std::string& where)
 
 TEST(EstimateSelect, MatchesReferenceAndRoundsOnEveryDistribution) {
   SKIP_WITHOUT_GPU();
-  const harness::LogitsDistribution dists[] = {
-      harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
-      harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
-      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
-      harness::LogitsDistribution::kHuge};
-  const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
   std::uint64_t i = 0;
   for (std::int64_t E : {128, 256, 384, 512})
     for (std::int64_t k : {1, 4, 5, 8})  // the k the tier table sends it
-      for (auto dist : dists)
+      for (auto dist : testing::kSweepDistributions)
         for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
           CaseConfig cfg;
           cfg.experts = E;
           cfg.topk = k;
           cfg.tokens = 300;
           cfg.logits = dist;
-          cfg.logits_dtype = dtypes[i % 3];
+          testing::turn_sweep_settings(cfg, i);
           cfg.normalization = norm;
-          cfg.bias = static_cast<harness::BiasDistribution>(i % 6);
-          cfg.padding = i % 4 == 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
-          if (i % 3 == 0) cfg.multiplier = 0.17677669529663687;
-          if (i % 4 == 2) cfg.eps = 1e-15;
           cfg.route_scale = i % 5 == 0 ? 2.5 : 1.0;
-          cfg.extra_rows = static_cast<std::int64_t>(i % 2);
-          cfg.ids_dtype = i % 5 == 0 ? DType::kInt64 : DType::kInt32;
           cfg.seed = testing::test_seed() * 7919 + i;
           expect_reference_and_rounds(RoutingCase(cfg), describe(cfg));
           ++i;
@@ -79,7 +67,7 @@ TEST(EstimateSelect, EstimateEdges) {
   for (std::int64_t E : {128, 256, 384, 512})
     for (std::int64_t k : {1, 4, 8})
       for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
-        for (int bias_case = 0; bias_case < 3; ++bias_case) {
+        for (int bias_case = 0; bias_case < 3; ++bias_case) {  // no bias, -1e30 or +inf on one expert
           CaseConfig cfg;
           cfg.experts = E;
           cfg.topk = k;
@@ -88,31 +76,21 @@ TEST(EstimateSelect, EstimateEdges) {
           cfg.bias = bias_case == 0 ? harness::BiasDistribution::kZero : harness::BiasDistribution::kNormal;
           cfg.padding = harness::PaddingMode::kSparse;
           cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 100 + k * 10 + bias_case);
-          RoutingCase c(cfg);
-          // 1: |b| = 1e30 on one expert (the margin keeps every expert, the
-          // scores still differ); 2: +inf on one (an infinite margin).
-          if (bias_case == 1) c.set_bias(E / 3, -1e30f);
-          if (bias_case == 2) c.set_bias(E / 3, inf);
-          for (std::int64_t t = 0; t < cfg.tokens; ++t) {
-            const int shape = static_cast<int>(t / 8);
-            for (std::int64_t e = 0; e < E; ++e) {
-              float x = c.logit(t, e);
-              const float ef = static_cast<float>(e);
-              switch (shape) {
-                case 0: x = e < 2 ? 2.0f + 1e-7f * ef : x; break;    // near tie inside lane 0
-                case 1: x = e == 0 || e == 4 ? 2.0f + 1e-7f * ef : x; break;  // near tie across lanes 0 and 1
-                case 2: x = e % 5 == 0 ? 3.0f : x; break;            // exact ties among the best
-                case 3: x = 1.0f; break;                             // constant row
-                case 4: x = e == E - 1 ? inf : (e % 2 ? -inf : nan); break;  // infinities, NaNs, one +inf
-                case 5: x = e % 32 < k - 1 ? 0.5f : nan; break;      // few lanes hold a number (k = 8: fewer than k; k = 1: none)
-                case 6: x = -inf; break;                             // all -inf (softmax: the NaN class)
-                case 7: x = e < 40 ? 5.0f - 1e-6f * ef : -5.0f; break;  // 40 near-equal candidates
-                case 8: x = 80.0f + ef * 1e-3f; break;               // sigmoid saturated at 1: ties
-                default: break;                                      // a plain random row
-              }
-              c.set_logit(t, e, x);
+          const RoutingCase c = testing::edge_rows_case(cfg, bias_case, [&](int shape, std::int64_t e, float x) {
+            const float ef = static_cast<float>(e);
+            switch (shape) {
+              case 0: return e < 2 ? 2.0f + 1e-7f * ef : x;               // near tie inside lane 0
+              case 1: return e == 0 || e == 4 ? 2.0f + 1e-7f * ef : x;    // near tie across lanes 0 and 1
+              case 2: return e % 5 == 0 ? 3.0f : x;                       // exact ties among the best
+              case 3: return 1.0f;                                        // constant row
+              case 4: return e == E - 1 ? inf : (e % 2 ? -inf : nan);     // infinities, NaNs, one +inf
+              case 5: return e % 32 < k - 1 ? 0.5f : nan;  // few lanes hold a number (k = 8: fewer than k; k = 1: none)
+              case 6: return -inf;                                        // all -inf (softmax: the NaN class)
+              case 7: return e < 40 ? 5.0f - 1e-6f * ef : -5.0f;          // 40 near-equal candidates
+              case 8: return 80.0f + ef * 1e-3f;                          // sigmoid saturated at 1: ties
+              default: return x;                                          // a plain random row
             }
-          }
+          });
           expect_reference_and_rounds(c, "edges, bias case " + std::to_string(bias_case) + ", " + describe(cfg));
         }
 }

@@ -33,33 +33,21 @@ void expect_reference_and_register_path(const RoutingCase& c, int filter_rows, c
 
 TEST(FilterPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
   SKIP_WITHOUT_GPU();
-  const harness::LogitsDistribution dists[] = {
-      harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
-      harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
-      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
-      harness::LogitsDistribution::kHuge};
-  const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
   const int rows_per_task[] = {0, 1, 7, 16};  // 0: the launch's choice
   std::uint64_t i = 0;
   // E = 96, 160, 192, 320, 448: the tiers with registers past E.
   for (std::int64_t E : {64, 96, 128, 160, 192, 256, 320, 384, 448, 512})
     for (std::int64_t k : {1, 2, 4, 5, 8})
-      for (auto dist : dists) {
+      for (auto dist : testing::kSweepDistributions) {
         CaseConfig cfg;
         cfg.experts = E;
         cfg.topk = k;
         cfg.tokens = 300;  // not a multiple of any task size but 1
         cfg.logits = dist;
-        cfg.logits_dtype = dtypes[i % 3];
+        testing::turn_sweep_settings(cfg, i);
         cfg.normalization = i % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
-        cfg.bias = static_cast<harness::BiasDistribution>(i % 6);
-        cfg.padding = i % 4 == 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
-        if (i % 3 == 0) cfg.multiplier = 0.17677669529663687;
-        if (i % 4 == 2) cfg.eps = 1e-15;
         cfg.route_scale = i % 5 == 0 ? 2.5 : 1.0;
-        cfg.extra_rows = static_cast<std::int64_t>(i % 2);
         cfg.extra_cols = static_cast<std::int64_t>((i / 2) % 2);
-        cfg.ids_dtype = i % 5 == 0 ? DType::kInt64 : DType::kInt32;
         cfg.seed = testing::test_seed() * 15485863 + i;
         const RoutingCase c(cfg);
         expect_reference_and_register_path(c, rows_per_task[i % 4], describe(cfg));
@@ -77,7 +65,7 @@ TEST(FilterPath, FilterEdges) {
   for (std::int64_t E : {64, 160, 256, 448, 512})
     for (std::int64_t k : {1, 4, 8})
       for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
-        for (int bias_case = 0; bias_case < 3; ++bias_case) {
+        for (int bias_case = 0; bias_case < 3; ++bias_case) {  // a normal bias, -1e30 or +inf on one expert
           CaseConfig cfg;
           cfg.experts = E;
           cfg.topk = k;
@@ -86,31 +74,20 @@ TEST(FilterPath, FilterEdges) {
           cfg.bias = harness::BiasDistribution::kNormal;
           cfg.padding = harness::PaddingMode::kSparse;
           cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 100 + k * 10 + bias_case);
-          RoutingCase c(cfg);
-          // 0: a normal bias; 1: |b| = 1e30 on one expert (the margin keeps
-          // every expert but the scores still differ); 2: +inf on one (an
-          // infinite margin).
-          if (bias_case == 1) c.set_bias(E / 3, -1e30f);
-          if (bias_case == 2) c.set_bias(E / 3, inf);
-          for (std::int64_t t = 0; t < cfg.tokens; ++t) {
-            const int shape = static_cast<int>(t / 8);
-            for (std::int64_t e = 0; e < E; ++e) {
-              float x = c.logit(t, e);
-              const float ef = static_cast<float>(e);
-              switch (shape) {
-                case 0: x = e % 32 < k - 1 ? 0.5f : nan; break;             // fewer than k lanes hold a number
-                case 1: x = 1.0f; break;                                     // all tied: too many candidates
-                case 2: x = 2.0f + 1e-7f * static_cast<float>(e % 7); break;  // near ties below the estimates' error
-                case 3: x = e % 3 == 0 ? 3.0f : x; break;                    // exact ties among the best
-                case 4: x = e == E - 1 ? inf : (e % 2 ? -inf : nan); break;  // infinities, NaNs, one +inf
-                case 5: x = -inf; break;                                     // all -inf (softmax: the NaN class)
-                case 6: x = e < 40 ? 5.0f - 1e-6f * ef : -5.0f; break;       // 40 near-equal candidates
-                case 7: x = 80.0f + ef * 1e-3f; break;                       // sigmoid saturated at 1: ties
-                default: break;                                              // a plain random row
-              }
-              c.set_logit(t, e, x);
+          const RoutingCase c = testing::edge_rows_case(cfg, bias_case, [&](int shape, std::int64_t e, float x) {
+            const float ef = static_cast<float>(e);
+            switch (shape) {
+              case 0: return e % 32 < k - 1 ? 0.5f : nan;                     // fewer than k lanes hold a number
+              case 1: return 1.0f;                                             // all tied: too many candidates
+              case 2: return 2.0f + 1e-7f * static_cast<float>(e % 7);         // near ties below the estimates' error
+              case 3: return e % 3 == 0 ? 3.0f : x;                            // exact ties among the best
+              case 4: return e == E - 1 ? inf : (e % 2 ? -inf : nan);          // infinities, NaNs, one +inf
+              case 5: return -inf;                                             // all -inf (softmax: the NaN class)
+              case 6: return e < 40 ? 5.0f - 1e-6f * ef : -5.0f;               // 40 near-equal candidates
+              case 7: return 80.0f + ef * 1e-3f;                               // sigmoid saturated at 1: ties
+              default: return x;                                               // a plain random row
             }
-          }
+          });
           expect_reference_and_register_path(c, 5, "edges, bias case " + std::to_string(bias_case) + ", " + describe(cfg));
         }
 }

@@ -33,32 +33,20 @@ void expect_reference_and_register_path(const RoutingCase& c, const std::string&
 
 TEST(ThreadRowPath, MatchesReferenceAndRegisterPathOnEveryDistribution) {
   SKIP_WITHOUT_GPU();
-  const harness::LogitsDistribution dists[] = {
-      harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
-      harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
-      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
-      harness::LogitsDistribution::kHuge};
-  const DType dtypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16};
   std::uint64_t i = 0;
   // E = 160, 256: two lanes per row; 320, 512: four; 208, 272: one (not a
   // multiple of 32 or 64); the rest one.
   for (std::int64_t E : {16, 64, 128, 160, 208, 256, 272, 320, 512})
     for (std::int64_t k : {1, 2, 4, 5, 8})
-      for (auto dist : dists) {
+      for (auto dist : testing::kSweepDistributions) {
         CaseConfig cfg;
         cfg.experts = E;
         cfg.topk = k;
         cfg.tokens = 300;  // not a multiple of the 64-thread block
         cfg.logits = dist;
-        cfg.logits_dtype = dtypes[i % 3];
+        testing::turn_sweep_settings(cfg, i);
         cfg.normalization = i % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
-        cfg.bias = static_cast<harness::BiasDistribution>(i % 6);
-        cfg.padding = i % 4 == 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
-        if (i % 3 == 0) cfg.multiplier = 0.17677669529663687;
-        if (i % 4 == 2) cfg.eps = 1e-15;
-        cfg.extra_rows = static_cast<std::int64_t>(i % 2);
         cfg.extra_cols = static_cast<std::int64_t>((i / 2) % 2);
-        cfg.ids_dtype = i % 5 == 0 ? DType::kInt64 : DType::kInt32;
         cfg.seed = testing::test_seed() * 104729 + i++;
         const RoutingCase c(cfg);
         expect_reference_and_register_path(c, describe(cfg));
