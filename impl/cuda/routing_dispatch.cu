@@ -164,7 +164,7 @@ RoutingPath chosen_path(const RoutingParams& p, const LaunchOptions& options) {
 
 bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& options) {
   check_launch(p, options);
-  return !options.force_round_selection && estimate_select_preferred(to_kernel_params(p));
+  return estimate_select_enabled(to_kernel_params(p), options);
 }
 
 cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {

@@ -100,6 +100,12 @@ inline bool estimate_select_preferred(const KernelParams& kp) {
   return !(kp.num_experts == 512 && kp.softmax && kp.topk <= 4 && kp.num_tokens >= 1024);
 }
 
+// The launch's kp.estimate_select (and cuda::estimated_selection_preferred's
+// answer): the preference above, off when the rounds are forced.
+inline bool estimate_select_enabled(const KernelParams& kp, const LaunchOptions& options) {
+  return !options.force_round_selection && estimate_select_preferred(kp);
+}
+
 // Decode exception to the two limits above: for E in (128, 256] and k > 4
 // the warp-per-row tier with threshold selection beats the split-row path
 // at any row count (H200, fp32, T <= 128, k = 8: sigmoid 0.80-0.84x the
@@ -239,7 +245,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
                         (options.force_threshold_selection || decode_prefers_threshold(kp) ||
                          (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
   kp.rank_select = !options.force_round_selection;
-  kp.estimate_select = !options.force_round_selection && estimate_select_preferred(kp);
+  kp.estimate_select = estimate_select_enabled(kp, options);
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
     case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);
