@@ -35,7 +35,28 @@ __device__ __forceinline__ std::uint64_t block_rank_key(std::uint32_t ord, std::
 }
 
 // Step 1 of the block-per-row paths (this one and the block-threshold
-// path): the thread's expert's score p (the register path's per-lane
+// path), in two parts. block_row_load reads the thread's expert's logit
+// (widened, the multiplier applied) and bias; the kernels call it before
+// they look at the row's padding flag, so that these loads do not wait
+// for that flag's load or for the row's setup: at decode the row is one
+// chain, and 8-16 warps issuing their address arithmetic before their
+// loads on four schedulers put the loads late. A padded row's values are
+// read and never used (its slots are -1 and 0).
+struct BlockRowInputs {
+  float x;  // the logit after step 1 (0 for a thread without an expert)
+  float b;  // the bias
+};
+
+template <typename T>
+__device__ __forceinline__ BlockRowInputs block_row_load(const KernelParams& p, std::int64_t row, int expert) {
+  const bool valid[1] = {expert < p.num_experts};
+  float s[1];
+  const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+  load_lane_logits<T, 1, 1>(p, row_ptr, valid, [expert](int) { return expert; }, s);
+  return {s[0], valid[0] ? p.bias[expert] : 0.0f};
+}
+
+// Then the thread's expert's score p (the register path's per-lane
 // arithmetic with one expert per lane) and its key, ord + 1 (0 for a
 // thread without an expert, below every real key). Every thread of the
 // block calls it (the softmax reductions cross the warps).
@@ -44,21 +65,18 @@ struct BlockRowScore {
   std::uint32_t ord;
 };
 
-template <typename T, int W, bool kSoftmax>
-__device__ __forceinline__ BlockRowScore block_row_score(const KernelParams& p, std::int64_t row, int expert,
+template <int W, bool kSoftmax>
+__device__ __forceinline__ BlockRowScore block_row_score(const KernelParams& p, const BlockRowInputs& in, int expert,
                                                          float (&warp_max)[W], std::uint32_t (&warp_nan)[W],
                                                          std::uint64_t (&warp_sum)[W]) {
   const bool valid[1] = {expert < p.num_experts};
-  const float b = valid[0] ? p.bias[expert] : 0.0f;
-  float s[1];
-  const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
-  load_lane_logits<T, 1, 1>(p, row_ptr, valid, [expert](int) { return expert; }, s);
+  float s[1] = {in.x};
   if constexpr (!kSoftmax) {
     sigmoid_scores(s);
   } else {
     block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
   }
-  return {s[0], valid[0] ? rm::ordered_score(s[0] + b) + 1u : 0u};
+  return {s[0], valid[0] ? rm::ordered_score(s[0] + in.b) + 1u : 0u};
 }
 
 // Output slot j of a block-per-row path's row from the k slots in shared
@@ -92,13 +110,14 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
   const int kc = k < 32 ? k : 32;  // entries each warp lists
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    const BlockRowInputs in = block_row_load<T>(p, row, expert);  // before the padding flag (above)
     if (row_is_padded(p, row)) {  // the whole block takes this branch
       if (expert < k) store_slot(p, row, expert, 0.0f, -1);
       continue;
     }
 
     // ---- 1. the thread's expert's score ------------------------------------
-    const BlockRowScore own = block_row_score<T, W, kSoftmax>(p, row, expert, warp_max, warp_nan, warp_sum);
+    const BlockRowScore own = block_row_score<W, kSoftmax>(p, in, expert, warp_max, warp_nan, warp_sum);
     const std::uint32_t ord = own.ord;
     auto write_slot = [&](int j) { store_block_row_slot(p, row, j, k, slot_expert, slot_score); };
 

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
   constexpr bool kTauInEveryWarp = !kSoftmax;  // step 3, as measured (above)
   __shared__ std::uint64_t cand_key[W * 32];  // step 4's candidates, in arrival order
   __shared__ float cand_score[W * 32];
-  __shared__ std::uint32_t warp_best[W];      // step 2
+  __shared__ alignas(16) std::uint32_t warp_best[W];  // step 2
   __shared__ std::uint32_t row_tau;           // step 3, computed in warp 0
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
@@ -55,6 +55,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
   const int k = p.topk;
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    const BlockRowInputs in = block_row_load<T>(p, row, expert);  // before the padding flag (block_row_load)
     if (row_is_padded(p, row)) {  // the whole block takes this branch
       if (expert < k) store_slot(p, row, expert, 0.0f, -1);
       continue;
@@ -62,7 +63,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     if (threadIdx.x == 0) cand_count = 0;  // added to after the barrier of step 2
 
     // ---- 1. the thread's expert's score -------------------------------------
-    const BlockRowScore own = block_row_score<T, W, kSoftmax>(p, row, expert, warp_max, warp_nan, warp_sum);
+    const BlockRowScore own = block_row_score<W, kSoftmax>(p, in, expert, warp_max, warp_nan, warp_sum);
     const std::uint32_t ord = own.ord;
 
     // ---- 2. each warp's largest key -------------------------------------------
@@ -71,10 +72,20 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     __syncthreads();
 
     // ---- 3. tau = the k-th largest warp maximum --------------------------------
+    // Lane w < W holds warp w's maximum m; every lane reads all W maxima
+    // (broadcast loads, no shuffles). m is the k-th largest (counted with
+    // its repeats) when fewer than k maxima lie above it and at least k
+    // at or above it.
     auto kth_warp_best = [&]() {
       const std::uint32_t mine = lane < W ? warp_best[lane] : 0u;
-      const int above = warp_rank_by_ord(mine, W);
-      const unsigned at_k = __ballot_sync(0xFFFFFFFFu, lane < W && above == k - 1);
+      int above = 0, at_or_above = 0;
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        const std::uint32_t o = warp_best[w];
+        above += o > mine ? 1 : 0;
+        at_or_above += o >= mine ? 1 : 0;
+      }
+      const unsigned at_k = __ballot_sync(0xFFFFFFFFu, lane < W && above < k && at_or_above >= k);
       // No k-th maximum (k > W): 0, every expert qualifies.
       return at_k != 0u ? __shfl_sync(0xFFFFFFFFu, mine, __ffs(at_k) - 1) : 0u;
     };
