@@ -21,11 +21,13 @@
 // too (tested against the shared-memory path).
 //
 // Where step 3 runs was measured (H200, E = 128-512, T = 1 and 128, k = 1,
-// 4, 8): every warp computing tau itself (W shuffles each, no barrier)
-// against warp 0 computing it and a barrier: with sigmoid 0.87-0.93x the
-// time at E = 256-512, k = 8; with softmax, whose scores already cost the
-// block two barriers, 1.0-1.06x. A third form (each warp's candidates in
-// a segment of its own instead of the atomic) was slower than both.
+// 4, 8): every warp computing tau itself (then by W shuffles each, no
+// barrier) against warp 0 computing it and a barrier: with sigmoid
+// 0.87-0.93x the time at E = 256-512, k = 8; with softmax, whose scores
+// already cost the block two barriers, 1.0-1.06x, and again 1.007x /
+// 1.014x with tau counted from shared memory (E = 256 / 512, k = 4 / 8).
+// A third form (each warp's candidates in a segment of its own instead of
+// the atomic) was slower than both.
 #pragma once
 
 #include "routing_block_rank_path.cuh"  // block_rank_key, kBlockRankMaxWarps
