@@ -4,7 +4,7 @@ compare a run against a baseline.
 
   render_report.py RUN.json [--baseline BASE.json] [--anchor ANCHOR.csv] [--io-floor IO_FLOOR.json] --out DIR [--title T] [--command CMD]
   render_report.py compare RUN.json BASE.json [--threshold 0.05] [--impl cuda]   # exit 1 on regression
-      [--group experts] [--where experts=8 --where topk=8] [--cells]
+      [--group experts|path] [--where experts=8 --where path=filter] [--cells]
   render_report.py stand RUN.json --anchor ANCHOR.csv [--impl cuda]   # the figures of docs/performance.md's stand table
   render_report.py kernels A.cubin [--baseline B.cubin] [--match TEXT]   # code size, registers, shared memory per kernel
   render_report.py floors RUN.json IO_FLOOR.json [--anchor ANCHOR.csv] [--max-tokens 1024]   # cells above their io floors
@@ -25,10 +25,10 @@ def main(argv):
         ap.add_argument("baseline")
         ap.add_argument("--threshold", type=float, default=0.05)
         ap.add_argument("--impl", default=None)
-        ap.add_argument("--group", default="tokens", choices=compare.FIELDS[1:],
-                        help="the axis the summary lines are per (tokens)")
+        ap.add_argument("--group", default="tokens", choices=compare.GROUPS,
+                        help="the axis the summary lines are per (tokens), or path: the new run's kernel path")
         ap.add_argument("--where", action="append", metavar="FIELD=VALUE",
-                        help="only cells with this value on an axis (repeatable), e.g. experts=8")
+                        help="only cells with this value on an axis or path (repeatable), e.g. experts=8, path=filter")
         ap.add_argument("--cells", action="store_true", help="also list every compared cell with its ratio")
         a = ap.parse_args(argv[1:])
         try:
@@ -49,7 +49,8 @@ def main(argv):
             print(f"REGRESSION {'/'.join(map(str, key))}: {b:.2f} us -> {n:.2f} us ({(r - 1) * 100:+.1f}%)")
         if a.cells:
             for key, b, n, r in ratios:
-                print(f"cell {'/'.join(map(str, key))}: {b:.2f} us -> {n:.2f} us, {r:.3f}")
+                path = new[key].path
+                print(f"cell {'/'.join(map(str, key))}: {b:.2f} us -> {n:.2f} us, {r:.3f}" + (f" ({path})" if path else ""))
         summary = compare.ratio_by(new, base, a.impl, a.group, where)
         numeric = all(str(g).isdigit() for g in summary if g != "all")
         order = sorted((g for g in summary if g != "all"), key=int if numeric else str) + ["all"]

@@ -86,6 +86,8 @@ compare_runs() {
   python3 reports/render_report.py compare "$1" "$2" --impl cuda > "$3" 2>&1
   grep REGRESSION "$3" | head -12
   grep -E "^(tokens|compare)" "$3"
+  # The same ratio per kernel path (the new run's labels): which path moved.
+  python3 reports/render_report.py compare "$1" "$2" --impl cuda --group path 2>&1 | grep -E "^path" | tee -a "$3"
 }
 
 for step in "${steps[@]}"; do

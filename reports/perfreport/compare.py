@@ -26,27 +26,38 @@ def regressions(new_cells, base_cells, threshold, impl=None):
 
 # The axes of a cell key, (impl, tokens, experts, topk, dtype, norm, padding).
 FIELDS = ("impl", "tokens", "experts", "topk", "dtype", "norm", "padding")
+# What the summary can be grouped by and --where can select on: the axes and
+# the kernel path the new run's label names (routing_benchmark's path=NAME),
+# so that an A/B says which path got faster.
+PATH = "path"
+GROUPS = FIELDS[1:] + (PATH,)
 
 
 def parse_where(terms):
-    """["experts=8", "topk=8"] -> {2: "8", 3: "8"}; ValueError naming a bad term."""
+    """["experts=8", "path=filter"] -> {2: "8", "path": "filter"}; ValueError naming a bad term."""
     where = {}
+    names = FIELDS + (PATH,)
     for term in terms or []:
         field, sep, value = term.partition("=")
-        if not sep or field not in FIELDS:
-            raise ValueError(f"--where {term!r}: expected FIELD=VALUE with FIELD one of {', '.join(FIELDS)}")
-        where[FIELDS.index(field)] = value
+        if not sep or field not in names:
+            raise ValueError(f"--where {term!r}: expected FIELD=VALUE with FIELD one of {', '.join(names)}")
+        where[PATH if field == PATH else FIELDS.index(field)] = value
     return where
+
+
+def _matches(key, cell, where):
+    return all((cell.path if i == PATH else str(key[i])) == v for i, v in where.items())
 
 
 def common_ratios(new_cells, base_cells, impl=None, where=None):
     """[(key, base median, new median, new/base)] over the cells both runs
-    have that match `impl` and every {field index: value} of `where`."""
+    have that match `impl` and every {field index or "path": value} of
+    `where` (the path is the new run's)."""
     out = []
     for key, new in sorted(new_cells.items()):
         if impl and key[0] != impl:
             continue
-        if where and any(str(key[i]) != v for i, v in where.items()):
+        if where and not _matches(key, new, where):
             continue
         base = base_cells.get(key)
         if base is None:
@@ -56,13 +67,14 @@ def common_ratios(new_cells, base_cells, impl=None, where=None):
 
 
 def ratio_by(new_cells, base_cells, impl=None, group="tokens", where=None):
-    """{value of `group` (tokens by default): (geomean of new/base median
-    time, cells, cells faster by > 3%, cells slower by > 3%)} over the cells
-    both runs have, plus "all"."""
-    index = FIELDS.index(group)
+    """{value of `group` (tokens by default; "path": the new run's path, "-"
+    for a cell without one): (geomean of new/base median time, cells, cells
+    faster by > 3%, cells slower by > 3%)} over the cells both runs have,
+    plus "all"."""
     groups = {}
     for key, _, _, r in common_ratios(new_cells, base_cells, impl, where):
-        for g in (key[index], "all"):
+        value = (new_cells[key].path or "-") if group == PATH else key[FIELDS.index(group)]
+        for g in (value, "all"):
             groups.setdefault(g, []).append(r)
     out = {}
     for g, rs in groups.items():

@@ -12,6 +12,15 @@ class Cell:
     key: tuple            # (impl, tokens, experts, topk, dtype, norm, padding)
     times_us: list = field(default_factory=list)  # one per repetition
     bytes_per_call: float = 0.0
+    label: str = ""       # routing_benchmark's label, e.g. "path=register"
+
+    @property
+    def path(self):
+        """The kernel path the label names ("path=NAME"), "" when it names none."""
+        for token in self.label.split():
+            if token.startswith("path="):
+                return token[len("path="):]
+        return ""
 
     @property
     def median_us(self):
@@ -62,6 +71,7 @@ def load_benchmark_json(path):
         cell = cells.setdefault(key, Cell(key))
         cell.times_us.append(to_us(row["real_time"], row.get("time_unit", "ns")))
         cell.bytes_per_call = row.get("bytes_per_call", cell.bytes_per_call)
+        cell.label = row.get("label", cell.label)
     return doc.get("context", {}), cells
 
 

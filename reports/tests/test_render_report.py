@@ -10,13 +10,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "render_report.py")
 
 
-def run_json(path, times, reps=1, gpu=True):
+def run_json(path, times, reps=1, gpu=True, labels=None):
     rows = []
     for (impl, t, e, k), us in times.items():
         for r in range(reps):
             rows.append({"name": f"routing/impl:{impl}/tokens:{t}/experts:{e}/topk:{k}/dtype:float32/norm:sigmoid/padding:none/manual_time",
                          "run_type": "iteration", "real_time": us * (1 + 0.01 * r), "time_unit": "us",
                          "bytes_per_call": t * e * 4 + t * k * 8 + e * 4})
+            if labels and (impl, t, e, k) in labels:
+                rows[-1]["label"] = labels[(impl, t, e, k)]
     ctx = {"d2d_copy_gbps": "3000", "gpu_name": "test GPU"} if gpu else {}
     with open(path, "w") as f:
         json.dump({"context": ctx, "benchmarks": rows}, f)
@@ -124,6 +126,32 @@ class RenderTest(unittest.TestCase):
             r = call("compare", new, base, "--where", "expert=8")
             self.assertEqual(r.returncode, 2)
             self.assertIn("'expert=8'", r.stderr)
+
+    def test_compare_groups_and_filters_by_the_new_runs_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            base, new = os.path.join(d, "b.json"), os.path.join(d, "n.json")
+            cells = {("cuda", 1, 256, 8): 2.0, ("cuda", 16, 256, 8): 2.0, ("cuda", 65536, 256, 8): 40.0,
+                     ("cuda", 1, 8, 1): 1.0}
+            run_json(base, cells, reps=3, labels={c: "path=register" for c in cells})
+            labels = {("cuda", 1, 256, 8): "path=block-threshold", ("cuda", 16, 256, 8): "path=block-threshold",
+                      ("cuda", 65536, 256, 8): "path=filter"}  # (1, 8, 1) unlabeled
+            run_json(new, {("cuda", 1, 256, 8): 1.5, ("cuda", 16, 256, 8): 1.5, ("cuda", 65536, 256, 8): 40.0,
+                           ("cuda", 1, 8, 1): 1.0}, reps=3, labels=labels)
+            r = call("compare", new, base, "--group", "path")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("path block-threshold: time new/baseline 0.750 (geomean of 2), 2 faster, 0 slower by > 3%",
+                          r.stdout)
+            self.assertIn("path filter: time new/baseline 1.000 (geomean of 1), 0 faster, 0 slower by > 3%", r.stdout)
+            self.assertIn("path -: time new/baseline 1.000 (geomean of 1)", r.stdout)
+            self.assertIn("path all: time new/baseline 0.866 (geomean of 4)", r.stdout)
+            r = call("compare", new, base, "--where", "path=block-threshold", "--where", "tokens=16", "--cells")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("cell cuda/16/256/8/float32/sigmoid/none: 2.02 us -> 1.52 us, 0.750 (block-threshold)",
+                          r.stdout)
+            self.assertIn("compare: 1 cells compared", r.stdout)
+            r = call("compare", new, base, "--where", "path=shared")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("matches --where", r.stderr)
 
     def test_loader_runs_render_as_a_table_with_speedups(self):
         with tempfile.TemporaryDirectory() as d:
