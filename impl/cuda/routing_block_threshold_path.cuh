@@ -9,7 +9,7 @@
 //  2. each warp's largest key (one redux.sync) goes to shared memory;
 //  3. tau = the k-th largest of the W warp maxima: k warps hold an expert
 //     at or above it, so the row's top k all reach it (when k > W, or fewer
-//     than k warps hold an expert, tau is 0 and every expert qualifies);
+//     than k warps hold an expert, every expert qualifies);
 //  4. the experts whose key reaches tau (a few more than k on real rows)
 //     are compacted into shared memory: one ballot and one shared-memory
 //     atomic per warp, in any order;
@@ -20,14 +20,23 @@
 // The arithmetic and the key order are every other path's, so the bits are
 // too (tested against the shared-memory path).
 //
-// Where step 3 runs was measured (H200, E = 128-512, T = 1 and 128, k = 1,
-// 4, 8): every warp computing tau itself (then by W shuffles each, no
-// barrier) against warp 0 computing it and a barrier: with sigmoid
-// 0.87-0.93x the time at E = 256-512, k = 8; with softmax, whose scores
-// already cost the block two barriers, 1.0-1.06x, and again 1.007x /
-// 1.014x with tau counted from shared memory (E = 256 / 512, k = 4 / 8).
-// A third form (each warp's candidates in a segment of its own instead of
-// the atomic) was slower than both.
+// Steps 3 and 4 are one test in every thread, without tau itself: a key
+// reaches the k-th largest maximum exactly when fewer than k maxima lie
+// above it (those above a key at or above tau are above tau, at most k - 1
+// of them; a key below tau has the k maxima at or above tau above it),
+// and with k > W the count is below k for every key. Each thread reads the
+// W maxima (broadcast loads) and compares them with its key: no barrier
+// after warp 0's tau, no rank of the maxima. Against tau computed first
+// (every warp ranking the maxima for sigmoid; warp 0 and a barrier for
+// softmax, where every warp had measured 1.007x / 1.014x): the path's
+// decode cells 0.968-0.972x the time, geomean of 30 cells in three rounds
+// (H200, E = 128-512, T = 1-1024, k = 1, 4, 8); sigmoid E = 512 k = 8
+// 0.94x, softmax E = 256 k = 8 0.96-0.98x, softmax E = 512 k = 8 fp32
+// 1.005-1.014x and bf16 0.98-0.99x. Earlier forms, for the record: tau in
+// every warp by W shuffles against warp 0 and a barrier, 0.87-0.93x with
+// sigmoid at E = 256-512, k = 8, and 1.0-1.06x with softmax; each warp's
+// candidates in a segment of its own instead of the atomic, slower than
+// both.
 #pragma once
 
 #include "routing_block_rank_path.cuh"  // block_rank_key, kBlockRankMaxWarps
@@ -37,11 +46,9 @@ namespace musespark::cuda {
 template <typename T, int W, bool kSoftmax>
 __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const KernelParams p) {
   static_assert(W >= 1 && W <= kBlockRankMaxWarps, "block-threshold shape");
-  constexpr bool kTauInEveryWarp = !kSoftmax;  // step 3, as measured (above)
   __shared__ std::uint64_t cand_key[W * 32];  // step 4's candidates, in arrival order
   __shared__ float cand_score[W * 32];
-  __shared__ alignas(16) std::uint32_t warp_best[W];  // step 2
-  __shared__ std::uint32_t row_tau;           // step 3, computed in warp 0
+  __shared__ alignas(16) std::uint32_t warp_best[W];  // step 2; 16-byte loads in step 3
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
@@ -73,42 +80,11 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     if (lane == 0) warp_best[warp] = best;
     __syncthreads();
 
-    // ---- 3. tau = the k-th largest warp maximum --------------------------------
-    // Lane w < W holds warp w's maximum m; every lane reads all W maxima
-    // (broadcast loads, no shuffles). m is the k-th largest (counted with
-    // its repeats) when fewer than k maxima lie above it and at least k
-    // at or above it. Against a rank by W shuffles per lane, with the
-    // loads before the padding flag (block_row_load): the path's decode
-    // cells 0.93-0.97x the time (E = 512 k = 8 fp32 sigmoid T = 1 2.30 ->
-    // 2.16 us), 0.972x geomean (H200, A/B against a58136e); bf16 softmax
-    // at E = 512 even.
-    auto kth_warp_best = [&]() {
-      const std::uint32_t mine = lane < W ? warp_best[lane] : 0u;
-      int above = 0, at_or_above = 0;
+    // ---- 3 and 4. the candidates: keys with fewer than k maxima above -----
+    int maxima_above = 0;
 #pragma unroll
-      for (int w = 0; w < W; ++w) {
-        const std::uint32_t o = warp_best[w];
-        above += o > mine ? 1 : 0;
-        at_or_above += o >= mine ? 1 : 0;
-      }
-      const unsigned at_k = __ballot_sync(0xFFFFFFFFu, lane < W && above < k && at_or_above >= k);
-      // No k-th maximum (k > W): 0, every expert qualifies.
-      return at_k != 0u ? __shfl_sync(0xFFFFFFFFu, mine, __ffs(at_k) - 1) : 0u;
-    };
-    std::uint32_t tau;
-    if constexpr (kTauInEveryWarp) {
-      tau = kth_warp_best();
-    } else {
-      if (warp == 0) {
-        const std::uint32_t t = kth_warp_best();
-        if (lane == 0) row_tau = t;
-      }
-      __syncthreads();
-      tau = row_tau;
-    }
-
-    // ---- 4. the candidates: keys at or above tau -------------------------------
-    const bool is_cand = ord != 0u && ord >= tau;
+    for (int w = 0; w < W; ++w) maxima_above += warp_best[w] > ord ? 1 : 0;
+    const bool is_cand = ord != 0u && maxima_above < k;
     const unsigned cand_mask = __ballot_sync(0xFFFFFFFFu, is_cand);
     int base = 0;
     if (lane == 0 && cand_mask != 0u) base = atomicAdd(&cand_count, __popc(cand_mask));
