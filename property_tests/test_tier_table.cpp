@@ -47,14 +47,16 @@ TEST(TierTable, DecodeCells) {
   expect_path({1, 128, 4}, "block-rank");     // E in (64, 128], k > 1
   expect_path({128, 128, 8}, "block-rank");
   expect_path({1, 256, 1}, "split-row");
-  expect_path({128, 256, 4, DType::kFloat32, kSoftmax}, "split-row");
-  expect_path({128, 256, 2}, "split-row");
-  expect_path({1, 384, 4}, "split-row");
-  expect_path({1, 192, 3}, "block-threshold");  // sigmoid, E in (128, 256], k in [3, 4]
+  expect_path({1, 192, 3}, "block-threshold");  // E in (128, 512], k in [2, 8]
+  expect_path({128, 256, 2}, "block-threshold");
   expect_path({128, 256, 4, kBf16}, "block-threshold");
-  expect_path({1, 256, 8}, "block-threshold");  // E in (128, 512], k in (4, 8]
+  expect_path({128, 256, 4, DType::kFloat32, kSoftmax}, "block-threshold");
+  expect_path({1, 384, 4, DType::kFloat32, kSoftmax}, "block-threshold");
+  expect_path({1, 256, 8}, "block-threshold");
   expect_path({128, 512, 8, kBf16, kSoftmax}, "block-threshold");
-  expect_path({1, 512, 4}, "split-row");
+  expect_path({1, 512, 4}, "block-threshold");
+  expect_path({1, 512, 4, DType::kFloat32, kSoftmax}, "split-row");  // softmax above E = 384, k <= 4
+  expect_path({128, 512, 2, kBf16, kSoftmax}, "split-row");
   expect_path({16, 512, 1}, "block-rank");    // E > 256, k = 1, sigmoid, up to 16 rows
   expect_path({17, 512, 1}, "split-row");
   expect_path({1, 512, 1, DType::kFloat32, kSoftmax}, "split-row");

@@ -35,28 +35,27 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 }
 
 // Where the block-threshold path runs (checked before the block-rank
-// path): E in (128, 512], k in (4, 8], up to kBlockRankMaxRows rows; with
-// sigmoid also E in (128, 256], k in [3, 4].
+// path): E in (128, 512], k in [2, 8], up to kBlockRankMaxRows rows, but
+// with softmax only up to E = 384 at k <= 4.
 // Forced against the tier table before it on the H200 (2026-11-30,
 // T = 1 and 128, both dtypes and normalizations, E = 128 / 256 / 512,
 // k = 1 / 4 / 8): E = 512 k = 8 0.86-0.88x the time with sigmoid and
 // 0.92-0.94x with softmax (the split-row path before), E = 256 k = 8
 // 0.91-0.92x sigmoid and 0.97-0.99x softmax (the block-rank path before).
 // It lost at k = 1 (1.4-1.6x: its steps after the scores take about
-// 0.4 us more than one round over the warp winners), at E = 512 k = 4
-// (1.07-1.11x), E = 256 k = 4 softmax (1.05x) and at E = 128 k = 8, where
-// k > W = 4 makes every expert a candidate (1.7-2x).
-// With sigmoid it also takes k = 3 and 4 at E in (128, 256]: forced
-// against the split-row path in one call (H200, 2026-12-01, T = 1, 16, 64,
-// 128, fp32 and bf16, E = 192 and 256) it took 0.93-0.99x the time at k =
-// 3 and 0.94-1.01x at k = 4 (the most gain at 128 rows); at k = 2 it lost
-// below 128 rows (1.005-1.03x), at E = 384 with k <= 4 everywhere
-// (1.04-1.13x), and with softmax at every E and k <= 4 (1.01-1.11x).
+// 0.4 us more than one round over the warp winners) and at E = 128 k = 8,
+// where k > W = 4 makes every expert a candidate (1.7-2x).
+// k in [2, 4] came with the candidates counted against the warp maxima
+// (no tau, routing_block_threshold_path.cuh): forced against the split-row
+// path (H200, 2026-12-01, T = 1, 16, 64, 128, fp32 and bf16, E = 192, 256,
+// 384, 512; docs/performance.md) it took 0.86-0.98x the time with sigmoid
+// and 0.91-1.00x with softmax up to E = 384; with softmax at E = 512 it
+// lost (1.02-1.12x: its two block barriers for the sum at W = 16).
 inline bool block_threshold_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
-  if (kp.num_tokens > kBlockRankMaxRows || E <= 128) return false;
-  if (kp.topk > 4) return E <= kRegisterPathMaxExperts && kp.topk <= 8;
-  return !kp.softmax && E <= 256 && kp.topk >= 3;
+  if (kp.num_tokens > kBlockRankMaxRows || E <= 128 || E > kRegisterPathMaxExperts) return false;
+  if (kp.topk > 4) return kp.topk <= 8;
+  return kp.topk >= 2 && (!kp.softmax || E <= 384);
 }
 
 // Up to this many rows, E in (128, 512] takes the split-row path: a block of
