@@ -21,7 +21,7 @@ namespace musespark::cuda {
 // block-wide reductions), E = 256 k = 4 (even) and E = 512 (k = 4 1.18-1.25x:
 // 16 warps share four schedulers); at 1024 rows 1.2-1.8x (a block per row
 // issues more than a warp per row, and issue bounds there).
-// E in (128, 512] with k in (4, 8] has since gone to the block-threshold
+// E in (128, 512] with k in [2, 8] has since gone to the block-threshold
 // path, checked first (block_threshold_preferred).
 constexpr std::int64_t kBlockRankMaxRows = 128;
 
@@ -58,7 +58,8 @@ inline bool block_threshold_preferred(const KernelParams& kp) {
   return kp.topk >= 2 && (!kp.softmax || E <= 384);
 }
 
-// Up to this many rows, E in (128, 512] takes the split-row path: a block of
+// Up to this many rows, E in (128, 512] takes the split-row path where the
+// block paths do not (k = 1; softmax above E = 384 with k <= 4): a block of
 // E / 64 warps per row shortens the dependent chain that bounds decode. On
 // the H200 it took 0.56-0.80x the register path's time at T <= 128 and
 // 1.12-1.18x at T = 1024 (docs/performance.md).
