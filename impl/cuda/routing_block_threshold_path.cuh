@@ -48,7 +48,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
   static_assert(W >= 1 && W <= kBlockRankMaxWarps, "block-threshold shape");
   __shared__ std::uint64_t cand_key[W * 32];  // step 4's candidates, in arrival order
   __shared__ float cand_score[W * 32];
-  __shared__ alignas(16) std::uint32_t warp_best[W];  // step 2; 16-byte loads in step 3
+  __shared__ alignas(16) std::uint32_t warp_best[W];  // step 2; aligned for step 3 to read in 16-byte loads
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
