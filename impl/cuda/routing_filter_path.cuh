@@ -148,10 +148,9 @@ __device__ __forceinline__ void filter_row_exactly(const KernelParams& p, const 
   if constexpr (!kSoftmax) {
     sigmoid_scores(s);
   } else {
-    std::uint32_t has_nan = 0;
-    const float row_max = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
-    const bool row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
-    softmax_shares(s, group_sum_u64<32>(lane_softmax_exp(s, valid, row_max)), row_nan);
+    bool row_nan;
+    const std::uint64_t fixed = group_softmax_terms<32>(s, valid, row_nan);
+    softmax_shares(s, fixed, row_nan);
   }
   float q[P];
 #pragma unroll

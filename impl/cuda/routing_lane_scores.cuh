@@ -86,6 +86,18 @@ __device__ __forceinline__ std::uint64_t lane_softmax_exp(float (&s)[P], const b
   return fixed;
 }
 
+// Softmax over a row that G lanes of one warp share, the first two halves
+// with their reductions: s[i] = the exp terms, row_nan = whether the row
+// holds a NaN, and the row's fixed-point sum returned (the register path,
+// the filter path's exact rows and the estimates all start this way).
+template <int G, int P>
+__device__ __forceinline__ std::uint64_t group_softmax_terms(float (&s)[P], const bool (&valid)[P], bool& row_nan) {
+  std::uint32_t has_nan = 0;
+  const float row_max = group_max_f32<G>(lane_softmax_max(s, valid, has_nan));
+  row_nan = softmax_row_has_nan(group_max_u32<G>(has_nan) != 0, row_max);
+  return group_sum_u64<G>(lane_softmax_exp(s, valid, row_max));
+}
+
 // Softmax, last step: each term over the row's sum (NaN when the row held one).
 template <int P>
 __device__ __forceinline__ void softmax_shares(float (&s)[P], std::uint64_t row_fixed, bool row_has_nan) {
@@ -107,10 +119,8 @@ __device__ __forceinline__ void estimate_inputs(float (&s)[P], const float (&b)[
 #pragma unroll
     for (int i = 0; i < P; ++i) qa[i] = valid[i] ? rm::sigmoid_estimate(s[i]) + b[i] : kNoExpert;
   } else {
-    std::uint32_t has_nan = 0;
-    const float row_max = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
-    const bool row_nan = softmax_row_has_nan(group_max_u32<32>(has_nan) != 0, row_max);
-    const std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, row_max));  // s: the exp terms now
+    bool row_nan;
+    const std::uint64_t fixed = group_softmax_terms<32>(s, valid, row_nan);  // s: the exp terms now
     sum = row_nan ? kNoExpert : rm::softmax_sum_from_fixed(fixed);
     const float inv = rm::reciprocal_estimate(sum);
 #pragma unroll

@@ -254,10 +254,9 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
       if constexpr (!kSoftmax) {
         sigmoid_scores(s);
       } else {
-        std::uint32_t has_nan = 0;
-        const float row_max = group_max_f32<G>(lane_softmax_max(s, valid, has_nan));
-        const bool row_nan = softmax_row_has_nan(group_max_u32<G>(has_nan) != 0, row_max);
-        softmax_shares(s, group_sum_u64<G>(lane_softmax_exp(s, valid, row_max)), row_nan);
+        bool row_nan;
+        const std::uint64_t fixed = group_softmax_terms<G>(s, valid, row_nan);
+        softmax_shares(s, fixed, row_nan);
       }
 
       // Selection input q = s + bias; NaN marks registers that hold no expert
