@@ -44,7 +44,12 @@ TEST(TierTable, DecodeCells) {
   expect_path({1, 8, 1}, "register");         // one warp per row, one expert per lane
   expect_path({1, 64, 8}, "register");        // one warp, two experts per lane
   expect_path({1, 128, 1}, "register");       // k = 1: no block path gains
-  expect_path({1, 128, 4}, "block-rank");     // E in (64, 128], k > 1
+  expect_path({1, 128, 4}, "block-threshold");  // E in (64, 128], sigmoid, k in [2, 4]
+  expect_path({128, 96, 2, kBf16}, "block-threshold");
+  expect_path({129, 128, 4}, "register");
+  expect_path({1, 64, 4}, "register");
+  expect_path({1, 128, 4, DType::kFloat32, kSoftmax}, "block-rank");  // softmax: E in (64, 128], k > 1
+  expect_path({1, 128, 5}, "block-rank");                              // k > W = 4 warps
   expect_path({128, 128, 8}, "block-rank");
   expect_path({1, 256, 1}, "split-row");
   expect_path({1, 192, 3}, "block-threshold");  // E in (128, 512], k in [2, 8]

@@ -36,7 +36,8 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 
 // Where the block-threshold path runs (checked before the block-rank
 // path): E in (128, 512], k in [2, 8], up to kBlockRankMaxRows rows, but
-// with softmax only up to E = 384 at k <= 4.
+// with softmax only up to E = 384 at k <= 4; E in (64, 128] with sigmoid
+// and k in [2, 4].
 // Forced against the tier table before it on the H200 (2026-11-30,
 // T = 1 and 128, both dtypes and normalizations, E = 128 / 256 / 512,
 // k = 1 / 4 / 8): E = 512 k = 8 0.86-0.88x the time with sigmoid and
@@ -51,9 +52,14 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 // 384, 512; docs/performance.md) it took 0.86-0.98x the time with sigmoid
 // and 0.91-1.00x with softmax up to E = 384; with softmax at E = 512 it
 // lost (1.02-1.12x: its two block barriers for the sum at W = 16).
+// E in (64, 128] (W = 4 warps) with sigmoid and k in [2, 4], forced
+// against the block-rank path (H200, 2026-12-01, session 15's sweep):
+// 0.91-0.97x the time; softmax 0.96-1.02x (its block-wide sum stays in the
+// chain), k > W 1.4-1.7x (every expert is a candidate), E = 64 lost.
 inline bool block_threshold_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
-  if (kp.num_tokens > kBlockRankMaxRows || E <= 128 || E > kRegisterPathMaxExperts) return false;
+  if (kp.num_tokens > kBlockRankMaxRows || E <= 64 || E > kRegisterPathMaxExperts) return false;
+  if (E <= 128) return !kp.softmax && kp.topk >= 2 && kp.topk <= 4;
   if (kp.topk > 4) return kp.topk <= 8;
   return kp.topk >= 2 && (!kp.softmax || E <= 384);
 }
