@@ -78,13 +78,19 @@ TEST(TierTable, RowCountEdges) {
 }
 
 TEST(TierTable, LargeBatchCells) {
-  expect_path({65536, 64, 8}, "row-per-thread");                      // E <= 128 sigmoid from 32768 rows
+  expect_path({32768, 64, 8}, "row-per-thread");                      // E <= 128 sigmoid k > 1 from 32768 rows
   expect_path({32767, 64, 8}, "register");
-  expect_path({65536, 64, 8, DType::kFloat32, kSoftmax}, "register");  // fp32 softmax stays
-  expect_path({65536, 64, 8, kBf16, kSoftmax}, "row-per-thread");     // 16-bit softmax from 65536
+  expect_path({32768, 128, 1}, "register");                           // sigmoid k = 1 from 65536 rows
+  expect_path({65536, 128, 1}, "row-per-thread");
+  expect_path({65536, 64, 2, DType::kFloat32, kSoftmax}, "register");  // fp32 softmax only from k = 4
+  expect_path({65536, 64, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
+  expect_path({32768, 64, 8, DType::kFloat32, kSoftmax}, "register");  // ... at 65536 rows
+  expect_path({65536, 64, 2, kBf16, kSoftmax}, "row-per-thread");     // 16-bit softmax k > 1 from 65536
+  expect_path({65536, 128, 1, kBf16, kSoftmax}, "register");          // softmax k = 1: the register path
   expect_path({65536, 256, 4}, "filter");                             // E = 256 sigmoid k <= 4 at 65536
   expect_path({65536, 256, 8}, "row-per-thread");                     // E = 256 sigmoid, k >= 4
-  expect_path({32768, 256, 4, DType::kFloat32, kSoftmax}, "filter");  // E = 256 softmax from 32768
+  expect_path({32768, 256, 8, DType::kFloat32, kSoftmax}, "register");  // E = 256 softmax from 65536
+  expect_path({65536, 256, 4, DType::kFloat32, kSoftmax}, "filter");
   expect_path({32768, 256, 1, DType::kFloat32, kSoftmax}, "register");  // k = 1: the estimated top-1 kernel
   expect_path({65536, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // ... up to 65536 rows
   expect_path({65536, 512, 1}, "filter");

@@ -14,6 +14,7 @@
 #   perf      routing_benchmark on PERF_PRESET (anchor), rendered against the anchor CSV
 #   ab        the same preset on the kernel of .baseline/ (scripts/make_baseline.sh
 #             COMMIT, carried) and this tree, interleaved, then `render_report.py compare`
+#             (AB_AXES, routing_benchmark flags, replaces the preset; AB_TAG names it)
 #   candidates  the same for every tree of .candidates/ (scripts/make_candidates.sh
 #             REV..., carried with .baseline): each built once, all timed in
 #             CANDIDATE_ROUNDS (2) interleaved rounds, each compared with the
@@ -147,17 +148,26 @@ for step in "${steps[@]}"; do
       [ -d .baseline ] || { echo "ab: no .baseline/ (scripts/make_baseline.sh COMMIT, then carry .baseline)"; status=1; continue; }
       log "ab: building the baseline kernel ($(cat .baseline/COMMIT 2>/dev/null))"
       build_tree .baseline "$LOGS/baseline_build.log" || { tail -20 "$LOGS/baseline_build.log"; status=1; continue; }
+      # AB_AXES (routing_benchmark flags) replaces the preset's cells; its
+      # files and logs are named by AB_TAG (axes), so a second `ab` in the
+      # same call keeps the first one's.
+      ab_args=$bench_args ab_name=ab ab_tag=$preset
+      if [ -n "${AB_AXES:-}" ]; then
+        ab_tag=${AB_TAG:-axes} ab_name=ab_${AB_TAG:-axes} ab_args="$AB_AXES --impls=cuda --benchmark_repetitions=3"
+        log "ab: $ab_args"
+      fi
       for round in 1 2; do
         for side in baseline new; do
           bin=$bench; [ $side = baseline ] && bin=.baseline/build/gpu/perf/routing_benchmark
-          $bin $bench_args --benchmark_out="$WORK/ab_${side}_$round.json" --benchmark_out_format=json > "$LOGS/ab_${side}_$round.log" 2>&1 || status=1
+          $bin $ab_args --benchmark_out="$WORK/${ab_name}_${side}_$round.json" --benchmark_out_format=json \
+            > "$LOGS/${ab_name}_${side}_$round.log" 2>&1 || status=1
         done
       done
-      cp "$WORK/ab_new_2.json" "$OUT/${gpu_tag}_${preset}_cuda.json"
-      cp "$WORK/ab_baseline_2.json" "$OUT/${gpu_tag}_${preset}_baseline.json"
+      cp "$WORK/${ab_name}_new_2.json" "$OUT/${gpu_tag}_${ab_tag}_cuda.json"
+      cp "$WORK/${ab_name}_baseline_2.json" "$OUT/${gpu_tag}_${ab_tag}_baseline.json"
       for round in 1 2; do
-        compare_runs "$WORK/ab_new_$round.json" "$WORK/ab_baseline_$round.json" "$LOGS/ab_compare_$round.log" \
-          | tee -a "$OUT/summary.log"
+        compare_runs "$WORK/${ab_name}_new_$round.json" "$WORK/${ab_name}_baseline_$round.json" \
+          "$LOGS/${ab_name}_compare_$round.log" | tee -a "$OUT/summary.log"
       done ;;
     candidates)
       if [ ! -d .baseline ] || [ ! -d .candidates ]; then

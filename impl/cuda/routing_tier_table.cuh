@@ -157,11 +157,23 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //    (0.81-0.89x); fp32 softmax at E > 256 0.92-1.03x, left to the register
 //    path. E = 320 (12-per-lane tier, not full) at 8192 rows: 0.92-1.02x
 //    sigmoid, 1.16-1.49x softmax.
+//  - Re-swept for E <= 256 once the register path had its estimated
+//    selection and softmax reductions (H200, 2026-12-01, T = 16384-65536,
+//    E = 64 / 128 / 256, k = 1 / 4 / 8, both dtypes and normalizations,
+//    `gpu_run.sh paths` with PATHS_FORCE="0 1 5 7"): at k = 1 the register
+//    path now wins softmax with 16-bit logits at 65536 rows (0.82-0.87x
+//    the time) and sigmoid at 32768 rows (0.85-0.87x fp32, 0.95-0.98x bf16);
+//    fp32 softmax at 65536 rows with k >= 4 goes the other way (this path
+//    0.88-0.96x the register path's time).
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   const bool narrow = logit_bytes == 2;
-  if (E <= 128) return !kp.softmax ? rows >= 32768 : narrow && rows >= 65536;
+  if (E <= 128) {
+    if (!kp.softmax) return rows >= (kp.topk == 1 ? 65536 : 32768);
+    if (kp.topk == 1) return false;
+    return rows >= 65536 && (narrow || kp.topk >= 4);
+  }
   if (E == 384 || E == 512) return false;  // full register tiers
   if (E == 256) return !kp.softmax && rows >= 32768 && (narrow || kp.topk >= 4);
   if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
@@ -197,12 +209,16 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 //    there starts at 65536 rows; everywhere else the filter path kept its
 //    rows (the top-1 kernel 0.99-1.06x at E = 512 and 8192 rows, 1.07-1.33x
 //    from 16384 rows at E = 384-512 and at 65536 rows at E = 256).
+//  - 2026-12-01, the re-sweep above (thread_row_preferred): at E = 256
+//    softmax, 32768 rows, the register path (estimated selection) took
+//    0.93x this path's time at k = 4 and 0.82-0.84x at k = 8, so E = 256
+//    softmax starts at 65536 rows for every k.
 inline bool filter_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
   if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
-  if (E == 256) return kp.softmax ? rows >= (kp.topk == 1 ? 65536 : 32768) : kp.topk <= 4 && rows >= 65536;
+  if (E == 256) return rows >= 65536 && (kp.softmax || kp.topk <= 4);
   return false;
 }
 
