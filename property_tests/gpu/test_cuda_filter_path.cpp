@@ -109,21 +109,28 @@ TEST(FilterPath, LargeBatches) {
 }
 
 // Where the tier table sends it (routing_tier_table.cuh, filter_preferred)
-// the path runs without being forced (chosen_path must say so): E = 512
-// with k <= 4 from 8192 rows, E = 384 and 512 from 16384, E = 256 with
-// softmax from 32768.
+// the path runs without being forced (chosen_path must say so), just past
+// each row threshold: E = 512 with k <= 4 from 8192 rows and k > 4 from
+// 16384, E = 384 with k <= 4 from 16384 and k > 4 from 32768 (E = 256
+// starts at 65536 rows, a case too large for a quick test; the tier-table
+// test checks that rule on the host).
 TEST(FilterPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
   struct Shape {
     std::int64_t experts, topk, tokens;
+    DType dtype;
+    Normalization norm;
   };
-  for (const Shape s : {Shape{256, 8, 32800}, Shape{384, 4, 32800}, Shape{512, 8, 32800}, Shape{512, 4, 8200}}) {
+  for (const Shape s : {Shape{384, 8, 32800, DType::kBFloat16, Normalization::kSoftmax},
+                        Shape{384, 4, 16400, DType::kFloat32, Normalization::kSigmoid},
+                        Shape{512, 8, 16400, DType::kBFloat16, Normalization::kSigmoid},
+                        Shape{512, 4, 8200, DType::kBFloat16, Normalization::kSoftmax}}) {
     CaseConfig cfg;
     cfg.experts = s.experts;
     cfg.topk = s.topk;
     cfg.tokens = s.tokens;
-    cfg.logits_dtype = s.experts == 384 ? DType::kFloat32 : DType::kBFloat16;
-    cfg.normalization = s.experts == 256 ? Normalization::kSoftmax : Normalization::kSigmoid;
+    cfg.logits_dtype = s.dtype;
+    cfg.normalization = s.norm;
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(s.experts * 3 + s.topk);
     const RoutingCase c(cfg);
