@@ -46,9 +46,11 @@ TEST(TierTable, DecodeCells) {
   expect_path({1, 128, 1}, "register");       // k = 1: no block path gains
   expect_path({1, 128, 4}, "block-threshold");  // E in (64, 128], sigmoid, k in [2, 4]
   expect_path({128, 96, 2, kBf16}, "block-threshold");
-  expect_path({129, 128, 4}, "register");
+  expect_path({257, 128, 4}, "register");
   expect_path({1, 64, 4}, "register");
-  expect_path({1, 128, 4, DType::kFloat32, kSoftmax}, "block-rank");  // softmax: E in (64, 128], k > 1
+  expect_path({1, 128, 4, DType::kFloat32, kSoftmax}, "block-rank");  // softmax: E in (64, 128], k > 2
+  expect_path({1, 128, 2, kBf16, kSoftmax}, "register");
+  expect_path({128, 128, 3, kBf16, kSoftmax}, "block-rank");
   expect_path({1, 128, 5}, "block-rank");                              // k > W = 4 warps
   expect_path({128, 128, 8}, "block-rank");
   expect_path({1, 256, 1}, "split-row");
@@ -69,8 +71,29 @@ TEST(TierTable, DecodeCells) {
 
 TEST(TierTable, RowCountEdges) {
   expect_path({128, 256, 8}, "block-threshold");
-  expect_path({129, 256, 8}, "register");  // warp per row, threshold selection
-  expect_path({129, 512, 4}, "register");
+  expect_path({257, 256, 8}, "register");  // warp per row, threshold selection
+  expect_path({257, 512, 4}, "register");
+  expect_path({257, 512, 1}, "register");
+  expect_path({257, 128, 8}, "register");
+}
+
+// 129-256 rows: each block path keeps the cells where it still won
+// (kMediumRowsMax in routing_tier_table.cuh).
+TEST(TierTable, MediumRows) {
+  expect_path({129, 512, 1}, "split-row");                              // E > 256, k <= 4
+  expect_path({256, 512, 4, kBf16, kSoftmax}, "split-row");
+  expect_path({256, 512, 8}, "block-threshold");                        // E > 256 k > 4 sigmoid
+  expect_path({256, 512, 8, DType::kFloat32, kSoftmax}, "register");
+  expect_path({200, 256, 1, kBf16, kSoftmax}, "split-row");             // E <= 256 k = 1
+  expect_path({200, 256, 2}, "block-threshold");                        // E in (128, 256]: sigmoid k >= 2
+  expect_path({200, 256, 2, DType::kFloat32, kSoftmax}, "register");    // ... softmax k >= 4
+  expect_path({200, 256, 4, DType::kFloat32, kSoftmax}, "block-threshold");
+  expect_path({200, 192, 8, kBf16, kSoftmax}, "block-threshold");
+  expect_path({256, 128, 4}, "block-threshold");                        // E <= 128 sigmoid k in [2, 4]
+  expect_path({256, 128, 4, DType::kFloat32, kSoftmax}, "register");
+  expect_path({256, 128, 8, kBf16, kSoftmax}, "block-rank");            // E <= 128 k in (4, 8]
+  expect_path({256, 128, 9}, "register");
+  expect_path({256, 128, 1}, "register");
   expect_path({8191, 512, 4}, "register");
   expect_path({8192, 512, 4}, "filter");   // E = 512, k <= 4 from 8192 rows
   expect_path({8192, 512, 8}, "register");

@@ -25,19 +25,40 @@ namespace musespark::cuda {
 // path, checked first (block_threshold_preferred).
 constexpr std::int64_t kBlockRankMaxRows = 128;
 
+// Past kBlockRankMaxRows and up to this many rows (129-256, "medium"), each
+// block path keeps the cells where it still won, forced against the tier
+// table that sent them all to the register path (H200, 2026-12-01, T =
+// 256, E = 128 / 256 / 512, k = 1 / 2 / 4 / 8, both dtypes and
+// normalizations, `gpu_run.sh paths`, PATHS_FORCE="0 1 4 6 8"): the
+// split-row path E = 512 k <= 4 0.78-0.94x the time and E = 256 k = 1
+// 0.94-0.97x; the block-threshold path E = 256 k = 2-8 0.88-0.95x (softmax
+// k = 2 lost, 1.03x fp32), E = 512 k = 8 sigmoid 0.90-0.97x (softmax
+// 1.03-1.08x), E = 128 sigmoid k = 4 0.92-0.96x (k = 2 even); the
+// block-rank path E = 128 k = 8 0.89-0.94x. Not measured between 256 and
+// 1024 rows, where the block paths lost (1.2-1.8x).
+constexpr std::int64_t kMediumRowsMax = 256;
+
+inline bool medium_rows(const KernelParams& kp) {
+  return kp.num_tokens > kBlockRankMaxRows && kp.num_tokens <= kMediumRowsMax;
+}
+
 inline bool block_rank_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   // E in (256, 512], k = 1, sigmoid, up to 16 rows: 0.945-0.977x the
   // split-row path's time in both rounds of an A/B (H200, 2026-11-30);
   // about even at 128 rows, softmax 1.16x.
   if (E > 256 && E <= kRegisterPathMaxExperts && kp.topk == 1 && !kp.softmax) return kp.num_tokens <= 16;
-  return E > 64 && E <= 256 && kp.num_tokens <= kBlockRankMaxRows && (kp.topk > 4 || (E <= 128 && kp.topk > 1));
+  if (medium_rows(kp)) return E > 64 && E <= 128 && kp.topk > 4 && kp.topk <= 8;
+  // E in (64, 128] softmax k = 2 goes to the register path: 0.89-0.94x the
+  // time with 16-bit logits at T = 1-128, fp32 0.93-1.02x (same sweep).
+  const bool small_k_ok = E <= 128 && kp.topk > 1 && !(kp.softmax && kp.topk == 2);
+  return E > 64 && E <= 256 && kp.num_tokens <= kBlockRankMaxRows && (kp.topk > 4 || small_k_ok);
 }
 
 // Where the block-threshold path runs (checked before the block-rank
 // path): E in (128, 512], k in [2, 8], up to kBlockRankMaxRows rows, but
 // with softmax only up to E = 384 at k <= 4; E in (64, 128] with sigmoid
-// and k in [2, 4].
+// and k in [2, 4]; at medium rows (kMediumRowsMax) fewer cells.
 // Forced against the tier table before it on the H200 (2026-11-30,
 // T = 1 and 128, both dtypes and normalizations, E = 128 / 256 / 512,
 // k = 1 / 4 / 8): E = 512 k = 8 0.86-0.88x the time with sigmoid and
@@ -58,8 +79,13 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 // chain), k > W 1.4-1.7x (every expert is a candidate), E = 64 lost.
 inline bool block_threshold_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
-  if (kp.num_tokens > kBlockRankMaxRows || E <= 64 || E > kRegisterPathMaxExperts) return false;
+  if (kp.num_tokens > kMediumRowsMax || E <= 64 || E > kRegisterPathMaxExperts) return false;
   if (E <= 128) return !kp.softmax && kp.topk >= 2 && kp.topk <= 4;
+  if (medium_rows(kp)) {  // kMediumRowsMax has the measurements
+    if (kp.topk > 8) return false;
+    if (E > 256) return !kp.softmax && kp.topk > 4;
+    return kp.topk >= (kp.softmax ? 4 : 2);
+  }
   if (kp.topk > 4) return kp.topk <= 8;
   return kp.topk >= 2 && (!kp.softmax || E <= 384);
 }
@@ -120,6 +146,17 @@ inline bool estimate_select_enabled(const KernelParams& kp, const LaunchOptions&
 // block-threshold path, checked first, takes these cells with k <= 8.
 inline bool decode_prefers_threshold(const KernelParams& kp) {
   return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
+}
+
+// Where the split-row path runs (checked after the block paths): E in
+// (128, 512] up to kSplitRowMaxRows rows but where decode prefers the
+// threshold selection; at medium rows (kMediumRowsMax has the
+// measurements) E > 256 with k <= 4 and E <= 256 with k = 1.
+inline bool split_row_preferred(const KernelParams& kp) {
+  const int E = kp.num_experts;
+  if (E <= 128 || E > kRegisterPathMaxExperts) return false;
+  if (medium_rows(kp)) return E > 256 ? kp.topk <= 4 : kp.topk == 1;
+  return kp.num_tokens <= kSplitRowMaxRows && !decode_prefers_threshold(kp);
 }
 
 // Where E <= 32 takes one warp per row (one expert per lane): a round of
@@ -252,8 +289,7 @@ inline RoutingPath choose_path(const KernelParams& kp, const LaunchOptions& opti
   if (thread_row_preferred(kp, logit_bytes) && !thread_row_unsupported(kp, logit_bytes)) return RoutingPath::kThreadRow;
   if (block_threshold_preferred(kp)) return RoutingPath::kBlockThreshold;
   if (block_rank_preferred(kp)) return RoutingPath::kBlockRank;
-  if (E > 128 && E <= kRegisterPathMaxExperts && kp.num_tokens <= kSplitRowMaxRows && !decode_prefers_threshold(kp))
-    return RoutingPath::kSplitRow;
+  if (split_row_preferred(kp)) return RoutingPath::kSplitRow;
   return E <= kRegisterPathMaxExperts ? RoutingPath::kRegister : RoutingPath::kShared;
 }
 
