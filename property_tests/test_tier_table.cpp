@@ -89,7 +89,9 @@ TEST(TierTable, MediumRows) {
   expect_path({200, 256, 2, DType::kFloat32, kSoftmax}, "register");    // ... softmax k >= 4
   expect_path({200, 256, 4, DType::kFloat32, kSoftmax}, "block-threshold");
   expect_path({200, 192, 8, kBf16, kSoftmax}, "block-threshold");
-  expect_path({256, 128, 4}, "block-threshold");                        // E <= 128 sigmoid k in [2, 4]
+  expect_path({256, 128, 4}, "block-threshold");                        // E <= 128 sigmoid k = 4
+  expect_path({256, 128, 2}, "register");
+  expect_path({129, 96, 3, kBf16}, "register");
   expect_path({256, 128, 4, DType::kFloat32, kSoftmax}, "register");
   expect_path({256, 128, 8, kBf16, kSoftmax}, "block-rank");            // E <= 128 k in (4, 8]
   expect_path({256, 128, 9}, "register");

@@ -34,8 +34,14 @@ constexpr std::int64_t kBlockRankMaxRows = 128;
 // 0.94-0.97x; the block-threshold path E = 256 k = 2-8 0.88-0.95x (softmax
 // k = 2 lost, 1.03x fp32), E = 512 k = 8 sigmoid 0.90-0.97x (softmax
 // 1.03-1.08x), E = 128 sigmoid k = 4 0.92-0.96x (k = 2 even); the
-// block-rank path E = 128 k = 8 0.89-0.94x. Not measured between 256 and
-// 1024 rows, where the block paths lost (1.2-1.8x).
+// block-rank path E = 128 k = 8 0.89-0.94x. The A/B of these rules against
+// the table before them (T = 160 and 256, the same axes, two rounds in one
+// call): 0.933x / 0.942x geomean over the 96 cells, 30-33 faster by > 3%
+// per row count; E = 128 k = 2 sigmoid on the block-threshold path lost
+// there (1.05-1.06x bf16) and went back to the register path. Forced at
+// 384 and 512 rows (one round, not yet in the table): at 384 rows the
+// split-row path took 0.76-0.90x the time at E = 512 k <= 2 and 0.93x at
+// E = 256 k = 1; at 512 rows no path won by more than 5-6%.
 constexpr std::int64_t kMediumRowsMax = 256;
 
 inline bool medium_rows(const KernelParams& kp) {
@@ -80,7 +86,9 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 inline bool block_threshold_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   if (kp.num_tokens > kMediumRowsMax || E <= 64 || E > kRegisterPathMaxExperts) return false;
-  if (E <= 128) return !kp.softmax && kp.topk >= 2 && kp.topk <= 4;
+  // At medium rows E <= 128 keeps only k = 4: k = 2 lost in the A/B
+  // (kMediumRowsMax), k = 3 was not measured.
+  if (E <= 128) return !kp.softmax && kp.topk <= 4 && kp.topk >= (medium_rows(kp) ? 4 : 2);
   if (medium_rows(kp)) {  // kMediumRowsMax has the measurements
     if (kp.topk > 8) return false;
     if (E > 256) return !kp.softmax && kp.topk > 4;
