@@ -6,16 +6,16 @@
 //  * the register path (E <= 512): a group of G lanes owns one row, each lane
 //    holds P experts in registers; top-k is k rounds of a group-wide max over
 //    64-bit selection keys;
-//  * the block-threshold path (T <= 128, 128 < E <= 512 with k 5-8 and,
-//    with sigmoid, 128 < E <= 256 with k 3-4): a block of
-//    E / 32 warps per row, one expert per thread; tau from the warps'
-//    maxima, the experts that reach it ranked in one warp;
-//  * the block-rank path (T <= 128, 64 < E <= 128 with k > 1 and
-//    128 < E <= 256 with k > 8; sigmoid k = 1 for E in (256, 512] up to 16
-//    rows): the same block, but each
+//  * the block-threshold path (few rows: up to 256, 64 < E <= 512, k in
+//    [2, 8], the cells routing_tier_table.cuh gives it): a block of E / 32
+//    warps per row, one expert per thread; the experts with fewer than k
+//    warp maxima above them are the candidates, ranked in one warp;
+//  * the block-rank path (few rows, 64 < E <= 128 with k > 1 where the
+//    block-threshold path does not run, 128 < E <= 256 with k > 8, sigmoid
+//    k = 1 for E in (256, 512] up to 16 rows): the same block, but each
 //    warp ranks its experts by shuffles and the warps' lists are ranked
 //    through shared memory;
-//  * the split-row path (T <= 128, 128 < E <= 512 where neither block path
+//  * the split-row path (few rows, 128 < E <= 512 where neither block path
 //    runs): a block of E / 64 warps per row, each warp's top-k merged by a
 //    rank or by rounds;
 //  * the shared-memory path (512 < E <= kSharedPathMaxExperts): one block
