@@ -263,10 +263,17 @@ for path in sys.argv[1:]:
     for b in json.load(open(path))["benchmarks"]:
         if b.get("aggregate_name") == "median" and not b.get("error_occurred"):
             cells.setdefault(b["run_name"].split("/force")[0], {})[col] = b["real_time"]
-print(f"{'cell':<80}" + "".join(f"{c:>10}" for c in cols) + "   best")
+# "vs first": the best column's time over the first column's (the tier
+# table's own choice when PATHS_FORCE starts with 0); "<==" marks a cell
+# where a forced path beat it by more than 5%.
+print(f"{'cell':<80}" + "".join(f"{c:>10}" for c in cols) + "   best        vs first")
 for name, row in cells.items():
     best = min(row, key=row.get)
-    print(f"{name:<80}" + "".join(f"{row[c]:>10.2f}" if c in row else f"{'-':>10}" for c in cols) + f"   {best}")
+    first = row.get(cols[0])
+    ratio = f"{row[best] / first:.3f}" if first else "-"
+    mark = "  <==" if first and row[best] < 0.95 * first else ""
+    print(f"{name:<80}" + "".join(f"{row[c]:>10.2f}" if c in row else f"{'-':>10}" for c in cols)
+          + f"   {best:<10} {ratio}{mark}")
 PY
       ;;
     iofloor)
