@@ -153,7 +153,8 @@ for step in "${steps[@]}"; do
       # same call keeps the first one's.
       ab_args=$bench_args ab_name=ab ab_tag=$preset
       if [ -n "${AB_AXES:-}" ]; then
-        ab_tag=${AB_TAG:-axes} ab_name=ab_${AB_TAG:-axes} ab_args="$AB_AXES --impls=cuda --benchmark_repetitions=3"
+        ab_tag=${AB_TAG:-axes}
+        ab_name=ab_$ab_tag ab_args="$AB_AXES --impls=cuda --benchmark_repetitions=3"
         log "ab: $ab_args"
       fi
       for round in 1 2; do
