@@ -44,6 +44,15 @@ constexpr std::int64_t kBlockRankMaxRows = 128;
 // E = 256 k = 1; at 512 rows no path won by more than 5-6%.
 constexpr std::int64_t kMediumRowsMax = 256;
 
+// Past kMediumRowsMax, three cells of the forced round at 384 and 512 rows
+// above (candidate rules, timed by an A/B against the table without them):
+// the split-row path for E > 256 with k <= 2 up to 384 rows and for E in
+// (128, 256] with k = 1 up to 512; the block-threshold path for E in (64,
+// 128], fp32 sigmoid, k = 4, up to 512.
+constexpr std::int64_t kSplitRowSmallKMaxRows = 384;
+constexpr std::int64_t kSplitRowTop1MaxRows = 512;
+constexpr std::int64_t kBlockThresholdWideMaxRows = 512;
+
 inline bool medium_rows(const KernelParams& kp) {
   return kp.num_tokens > kBlockRankMaxRows && kp.num_tokens <= kMediumRowsMax;
 }
@@ -84,9 +93,11 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 // against the block-rank path (H200, 2026-12-01, session 15's sweep):
 // 0.91-0.97x the time; softmax 0.96-1.02x (its block-wide sum stays in the
 // chain), k > W 1.4-1.7x (every expert is a candidate), E = 64 lost.
-inline bool block_threshold_preferred(const KernelParams& kp) {
+inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
-  if (kp.num_tokens > kMediumRowsMax || E <= 64 || E > kRegisterPathMaxExperts) return false;
+  if (E <= 64 || E > kRegisterPathMaxExperts) return false;
+  if (kp.num_tokens > kMediumRowsMax)
+    return kp.num_tokens <= kBlockThresholdWideMaxRows && E <= 128 && !kp.softmax && kp.topk == 4 && logit_bytes == 4;
   // At medium rows E <= 128 keeps only k = 4: k = 2 lost in the A/B
   // (kMediumRowsMax), k = 3 was not measured.
   if (E <= 128) return !kp.softmax && kp.topk <= 4 && kp.topk >= (medium_rows(kp) ? 4 : 2);
@@ -164,6 +175,9 @@ inline bool decode_prefers_threshold(const KernelParams& kp) {
 inline bool split_row_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   if (E <= 128 || E > kRegisterPathMaxExperts) return false;
+  if (kp.num_tokens > kMediumRowsMax)
+    return E > 256 ? kp.topk <= 2 && kp.num_tokens <= kSplitRowSmallKMaxRows
+                   : kp.topk == 1 && kp.num_tokens <= kSplitRowTop1MaxRows;
   if (medium_rows(kp)) return E > 256 ? kp.topk <= 4 : kp.topk == 1;
   return kp.num_tokens <= kSplitRowMaxRows && !decode_prefers_threshold(kp);
 }
@@ -296,7 +310,7 @@ inline RoutingPath choose_path(const KernelParams& kp, const LaunchOptions& opti
   const int E = kp.num_experts;
   if (filter_preferred(kp) && !filter_unsupported(kp, logit_bytes)) return RoutingPath::kFilter;
   if (thread_row_preferred(kp, logit_bytes) && !thread_row_unsupported(kp, logit_bytes)) return RoutingPath::kThreadRow;
-  if (block_threshold_preferred(kp)) return RoutingPath::kBlockThreshold;
+  if (block_threshold_preferred(kp, logit_bytes)) return RoutingPath::kBlockThreshold;
   if (block_rank_preferred(kp)) return RoutingPath::kBlockRank;
   if (split_row_preferred(kp)) return RoutingPath::kSplitRow;
   return E <= kRegisterPathMaxExperts ? RoutingPath::kRegister : RoutingPath::kShared;
