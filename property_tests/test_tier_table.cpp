@@ -46,7 +46,7 @@ TEST(TierTable, DecodeCells) {
   expect_path({1, 128, 1}, "register");       // k = 1: no block path gains
   expect_path({1, 128, 4}, "block-threshold");  // E in (64, 128], sigmoid, k in [2, 4]
   expect_path({128, 96, 2, kBf16}, "block-threshold");
-  expect_path({257, 128, 4}, "register");
+  expect_path({257, 128, 4, kBf16}, "register");
   expect_path({1, 64, 4}, "register");
   expect_path({1, 128, 4, DType::kFloat32, kSoftmax}, "block-rank");  // softmax: E in (64, 128], k > 2
   expect_path({1, 128, 2, kBf16, kSoftmax}, "register");
@@ -73,8 +73,25 @@ TEST(TierTable, RowCountEdges) {
   expect_path({128, 256, 8}, "block-threshold");
   expect_path({257, 256, 8}, "register");  // warp per row, threshold selection
   expect_path({257, 512, 4}, "register");
-  expect_path({257, 512, 1}, "register");
+  expect_path({257, 512, 3}, "register");
   expect_path({257, 128, 8}, "register");
+}
+
+// 257-512 rows: the three rules past kMediumRowsMax.
+TEST(TierTable, PastMediumRows) {
+  expect_path({257, 512, 1}, "split-row");                            // E > 256, k <= 2, to 384 rows
+  expect_path({384, 512, 2, kBf16, kSoftmax}, "split-row");
+  expect_path({385, 512, 2}, "register");
+  expect_path({384, 384, 1}, "split-row");
+  expect_path({512, 256, 1, DType::kFloat32, kSoftmax}, "split-row");  // E in (128, 256], k = 1, to 512 rows
+  expect_path({513, 256, 1}, "register");
+  expect_path({300, 256, 2}, "register");
+  expect_path({512, 128, 4}, "block-threshold");                      // E in (64, 128], fp32 sigmoid k = 4
+  expect_path({513, 128, 4}, "register");
+  expect_path({512, 128, 4, kBf16}, "register");
+  expect_path({512, 128, 4, DType::kFloat32, kSoftmax}, "register");
+  expect_path({512, 128, 3}, "register");
+  expect_path({512, 64, 4}, "register");
 }
 
 // 129-256 rows: each block path keeps the cells where it still won
