@@ -86,11 +86,15 @@ TEST(TierTable, PastMediumRows) {
   expect_path({512, 256, 1, DType::kFloat32, kSoftmax}, "split-row");  // E in (128, 256], k = 1, to 512 rows
   expect_path({513, 256, 1}, "register");
   expect_path({300, 256, 2}, "register");
-  expect_path({512, 128, 4}, "block-threshold");                      // E in (64, 128], fp32 sigmoid k = 4
+  expect_path({512, 128, 4}, "block-threshold");                      // E in (64, 128], fp32 sigmoid k = 3-4
   expect_path({513, 128, 4}, "register");
   expect_path({512, 128, 4, kBf16}, "register");
   expect_path({512, 128, 4, DType::kFloat32, kSoftmax}, "register");
-  expect_path({512, 128, 3}, "register");
+  expect_path({512, 128, 3}, "block-threshold");                      // ... and k = 3
+  expect_path({512, 128, 3, kBf16}, "register");
+  expect_path({200, 128, 3}, "block-threshold");
+  expect_path({200, 128, 3, kBf16}, "register");
+  expect_path({200, 128, 3, DType::kFloat32, kSoftmax}, "register");
   expect_path({512, 64, 4}, "register");
 }
 

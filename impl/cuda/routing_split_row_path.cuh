@@ -60,6 +60,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   __shared__ std::uint32_t warp_nan[W];
   __shared__ std::uint32_t ranked_expert[32];  // the rank merge's slots
   __shared__ float ranked_score[32];
+  __shared__ uint4 winner[W];  // k = 1, W <= 4: warp w's best (ord, expert, score bits)
 
   pdl_enter(p.trigger_first);
 
@@ -93,28 +94,57 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     }
 
     // ---- k = 1: each warp's best expert, then the best of the W ------------
-    // No candidate lists and no merge loop: one round per warp, one over the
-    // warps' winners (decode at k = 1 is bound by this chain).
+    // No candidate lists and no merge loop: one round per warp, then one
+    // over the warps' winners (decode at k = 1 is bound by this chain).
     if (!kBlockMerge && p.topk == 1) {  // block-uniform
       const LaneBest mine =
           lane_best<P>([&](int i) { return valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u; }, expert_of, s);
       const RoundPick warp_pick = group_round_pick<32>(mine.ord, mine.expert);
-      const int owner = static_cast<int>(((warp_pick.expert - static_cast<std::uint32_t>(warp * S)) / V) % 32);
-      const float warp_score = __shfl_sync(0xFFFFFFFFu, mine.score, owner);
-      if (lane == 0)
-        cand_ord[warp][0] = warp_pick.ord, cand_expert[warp][0] = warp_pick.expert, cand_score[warp][0] = warp_score;
-      __syncthreads();
-      if (warp == 0) {
-        const std::uint32_t expert = group_round_pick<32>(lane < W ? cand_ord[lane][0] : 0u,
-                                                          lane < W ? cand_expert[lane][0] : 0xFFFFFFFFu).expert;
-        const float score = __shfl_sync(0xFFFFFFFFu, lane < W ? cand_score[lane][0] : 0.0f,
-                                        static_cast<int>((expert / S) % 32));
-        if (lane == 0) {
+      if constexpr (W <= 4) {
+        // The winning lane writes its own entry (no shuffle for the score)
+        // and thread 0 picks among the W in registers (no warp reductions
+        // after the barrier); no barrier after a block's last row. Entries
+        // lie in expert order (warp w's slice below warp w + 1's), so a
+        // strict compare keeps the lowest expert of equal ords, as the
+        // rounds do. H200, against warp 0's rounds over the winners (two
+        // rounds, 2026-12-01): E = 256 0.90-0.95x the time at T = 1-128.
+        // With W = 8 (E = 512) the same code gained 0.90-0.92x on k = 1
+        // but made E = 512 k = 4 softmax, the same kernel, 4-8% slower, and
+        // as a kernel of its own it gained nothing at T <= 128 and lost
+        // 1.2x at 384 rows: W = 8 keeps the warp's rounds below.
+        if (warp_pick.taken || (warp_pick.ord == 0u && lane == 0))  // an empty slice: lane 0 writes
+          winner[warp] = make_uint4(warp_pick.ord, warp_pick.expert, __float_as_uint(mine.score), 0u);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          uint4 best = winner[0];
+#pragma unroll
+          for (int w = 1; w < W; ++w) {
+            const uint4 e = winner[w];
+            best = e.x > best.x ? e : best;
+          }
+          const float score = __uint_as_float(best.z);
           const float denominator = rm::weight_denominator(0.0f + score, p.has_eps, p.eps);  // the rounds' sum
-          store_slot(p, row, 0, rm::routing_weight(score, denominator, p.route_scale), static_cast<std::int32_t>(expert));
+          store_slot(p, row, 0, rm::routing_weight(score, denominator, p.route_scale), static_cast<std::int32_t>(best.y));
         }
+        if (row + gridDim.x < p.num_tokens) __syncthreads();  // the winners are reused by the next row
+      } else {
+        const int owner = static_cast<int>(((warp_pick.expert - static_cast<std::uint32_t>(warp * S)) / V) % 32);
+        const float warp_score = __shfl_sync(0xFFFFFFFFu, mine.score, owner);
+        if (lane == 0)
+          cand_ord[warp][0] = warp_pick.ord, cand_expert[warp][0] = warp_pick.expert, cand_score[warp][0] = warp_score;
+        __syncthreads();
+        if (warp == 0) {
+          const std::uint32_t expert = group_round_pick<32>(lane < W ? cand_ord[lane][0] : 0u,
+                                                            lane < W ? cand_expert[lane][0] : 0xFFFFFFFFu).expert;
+          const float score = __shfl_sync(0xFFFFFFFFu, lane < W ? cand_score[lane][0] : 0.0f,
+                                          static_cast<int>((expert / S) % 32));
+          if (lane == 0) {
+            const float denominator = rm::weight_denominator(0.0f + score, p.has_eps, p.eps);  // the rounds' sum
+            store_slot(p, row, 0, rm::routing_weight(score, denominator, p.route_scale), static_cast<std::int32_t>(expert));
+          }
+        }
+        __syncthreads();  // the winners' slots are reused by the next row
       }
-      __syncthreads();  // the winners' slots are reused by the next row
       continue;
     }
 

@@ -47,12 +47,15 @@ constexpr std::int64_t kMediumRowsMax = 256;
 // Past kMediumRowsMax, the wins of the forced round at 384 and 512 rows
 // above: the split-row path for E > 256 with k <= 2 up to 384 rows and for
 // E in (128, 256] with k = 1 up to 512; the block-threshold path for E in
-// (64, 128], fp32 sigmoid, k = 4, up to 512. A/B against the table without
+// (64, 128], fp32 sigmoid, k = 3-4, up to 512. A/B against the table without
 // them (H200, 2026-12-01, T = 320 / 384 / 512, E = 128 / 256 / 512, k = 1 /
 // 2 / 4, both dtypes and normalizations, two rounds in one call): E = 512
 // k <= 2 0.76-0.83x the time with sigmoid and 0.87-0.93x with softmax; E =
-// 256 k = 1 sigmoid 0.92-0.97x, softmax 0.98-1.01x; E = 128 k = 4 0.91-0.95x;
-// no cell slower by more than 3%.
+// 256 k = 1 sigmoid 0.92-0.97x, softmax 0.98-1.01x; E = 128 k = 4 0.91-0.95x
+// (k = 3: block_threshold_preferred); no cell slower by more than 3%. Past
+// these limits they lost (a second A/B, T = 448 / 512 / 768 at E = 512
+// k <= 2 and E = 256 k = 1: up to 1.25x; forced at 640-2048 rows, the
+// split-row path lost or tied everywhere).
 constexpr std::int64_t kSplitRowSmallKMaxRows = 384;
 constexpr std::int64_t kSplitRowTop1MaxRows = 512;
 constexpr std::int64_t kBlockThresholdWideMaxRows = 512;
@@ -100,11 +103,14 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   if (E <= 64 || E > kRegisterPathMaxExperts) return false;
+  // Past 128 rows E <= 128 keeps k = 4 (and k = 3 with fp32 logits): k = 2
+  // lost in the A/B (kMediumRowsMax); k = 3 fp32 sigmoid took 0.92-0.97x
+  // the register path's time at 192-512 rows (H200, A/B of two rounds,
+  // 2026-12-01), bf16 0.975-0.997x forced (one round), softmax none.
+  const bool e128_wide_k = kp.topk == 4 || (kp.topk == 3 && logit_bytes == 4);
   if (kp.num_tokens > kMediumRowsMax)
-    return kp.num_tokens <= kBlockThresholdWideMaxRows && E <= 128 && !kp.softmax && kp.topk == 4 && logit_bytes == 4;
-  // At medium rows E <= 128 keeps only k = 4: k = 2 lost in the A/B
-  // (kMediumRowsMax), k = 3 was not measured.
-  if (E <= 128) return !kp.softmax && kp.topk <= 4 && kp.topk >= (medium_rows(kp) ? 4 : 2);
+    return kp.num_tokens <= kBlockThresholdWideMaxRows && E <= 128 && !kp.softmax && e128_wide_k && logit_bytes == 4;
+  if (E <= 128) return !kp.softmax && (medium_rows(kp) ? e128_wide_k : kp.topk >= 2 && kp.topk <= 4);
   if (medium_rows(kp)) {  // kMediumRowsMax has the measurements
     if (kp.topk > 8) return false;
     if (E > 256) return !kp.softmax && kp.topk > 4;
