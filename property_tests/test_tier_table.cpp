@@ -165,6 +165,27 @@ TEST(TierTable, EstimatedSelection) {
   EXPECT_FALSE(preferred({1024, 256, 8}, {.force_round_selection = true}));
 }
 
+TEST(TierTable, ThresholdSelection) {
+  auto preferred = [](const Call& c, const cuda::LaunchOptions& options = {}) {
+    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    return cuda::threshold_selection_preferred(p, options);
+  };
+  EXPECT_TRUE(preferred({1024, 192, 4}));     // any k >= 2 from 1024 rows
+  EXPECT_FALSE(preferred({1023, 192, 4}));
+  EXPECT_FALSE(preferred({1024, 128, 4}));    // 2 or 4 experts per lane: never
+  EXPECT_FALSE(preferred({8192, 192, 1}));    // k = 1: one round is an argmax
+  EXPECT_FALSE(preferred({65536, 448, 1}));
+  EXPECT_TRUE(preferred({129, 192, 2}));      // k = 2 from 129 rows
+  EXPECT_FALSE(preferred({128, 192, 2}));
+  EXPECT_TRUE(preferred({129, 320, 3}));      // k = 3 above 256 experts
+  EXPECT_FALSE(preferred({768, 256, 3}));     // ... not at 256 below 1024 rows
+  EXPECT_TRUE(preferred({1024, 256, 3}));
+  EXPECT_TRUE(preferred({1, 256, 8}));        // the decode exception
+  EXPECT_FALSE(preferred({1, 384, 8}));
+  EXPECT_FALSE(preferred({8192, 256, 8}, {.force_round_selection = true}));
+  EXPECT_TRUE(preferred({1, 192, 1}, {.force_threshold_selection = true}));
+}
+
 TEST(TierTable, LayoutTheVectorPathsCannotLoadFallsBack) {
   // 4 bytes off the 16-byte vectors: the row-per-thread and filter paths
   // cannot load it, so the register path takes the call.

@@ -167,6 +167,11 @@ bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& 
   return estimate_select_enabled(to_kernel_params(p), options);
 }
 
+bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& options) {
+  check_launch(p, options);
+  return threshold_select_enabled(to_kernel_params(p), options);
+}
+
 cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
   check_launch(p, options);
   if (p.num_tokens == 0) return cudaSuccess;

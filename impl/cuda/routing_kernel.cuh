@@ -149,6 +149,13 @@ RoutingPath chosen_path(const RoutingParams& p, const LaunchOptions& options = {
 // loads. Host only, like chosen_path.
 bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& options = {});
 
+// Whether the tier table asks the register path to try threshold selection
+// first (threshold_select_preferred: k >= 2 at E > 128 from 1024 rows,
+// k = 2-3 earlier; forced on or off by the options). It applies where the
+// register path runs a warp-per-row tier and the estimated selection does
+// not take the call. Host only, like chosen_path.
+bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& options = {});
+
 // Per-dtype entry points, one translation unit each; `pdl` is already
 // resolved against the device.
 cudaError_t launch_routing_fp32(const KernelParams& kp, cudaStream_t stream,

@@ -136,6 +136,15 @@ constexpr std::int64_t kSplitRowMaxRows = 128;
 // replaces (1.05-1.3x). docs/performance.md has the measurements.
 constexpr std::int64_t kThresholdSelectMinRows = 1024;
 constexpr int kThresholdSelectMinExperts = 129;
+// k = 2 (and k = 3 above 256 experts) take it from here: the estimated
+// selection (k = 1, 4-8) does not apply to them. A/B against the rounds
+// (H200, 2026-12-01, two rounds, T = 160-16384, E = 192-512, k = 1-3, both
+// dtypes and normalizations: 0.979x / 0.973x the time over 720 cells, none
+// slower by > 3% on the register path): k = 2 0.80-0.96x at 384-768 rows
+// (E = 192 at 768 0.93-1.02x) and 0.90-0.94x at 160-256 rows where the
+// register path runs (softmax, E <= 256); k = 3 0.79-0.98x at E = 320-512,
+// 384-768 rows. k = 3 at E = 192-256 was mixed when forced (0.87-1.05x).
+constexpr std::int64_t kThresholdSelectSmallKMinRows = 129;
 
 // Where the register path selects from estimated scores
 // (routing_estimate_select.cuh; its launch also needs one warp per row, a
@@ -176,6 +185,25 @@ inline bool estimate_select_enabled(const KernelParams& kp, const LaunchOptions&
 // block-threshold path, checked first, takes these cells with k <= 8.
 inline bool decode_prefers_threshold(const KernelParams& kp) {
   return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
+}
+
+// Whether the register path tries threshold selection first (forced
+// options aside): never for k = 1, where one round is a single argmax (the
+// rounds took 0.88-0.97x its time at E = 192, 320 and 448 from 1024 rows in
+// the A/B above; E = 256, 384 and 512 select k = 1 from estimated scores);
+// else the decode exception, the small k above, or any k from
+// kThresholdSelectMinRows.
+inline bool threshold_select_preferred(const KernelParams& kp) {
+  if (kp.num_experts < kThresholdSelectMinExperts || kp.topk == 1) return false;
+  if (decode_prefers_threshold(kp) || kp.num_tokens >= kThresholdSelectMinRows) return true;
+  const bool small_k = kp.topk == 2 || (kp.topk == 3 && kp.num_experts > 256);
+  return small_k && kp.num_tokens >= kThresholdSelectSmallKMinRows;
+}
+
+// The launch's kp.threshold_select (and cuda::threshold_selection_preferred's
+// answer): the preference above unless the rounds or the threshold are forced.
+inline bool threshold_select_enabled(const KernelParams& kp, const LaunchOptions& options) {
+  return !options.force_round_selection && (options.force_threshold_selection || threshold_select_preferred(kp));
 }
 
 // Where the split-row path runs (checked after the block paths): E in
@@ -332,9 +360,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   const int E = kp_in.num_experts;
   const std::int64_t rows = kp_in.num_tokens;
   KernelParams kp = kp_in;
-  kp.threshold_select = !options.force_round_selection &&
-                        (options.force_threshold_selection || decode_prefers_threshold(kp) ||
-                         (rows >= kThresholdSelectMinRows && E >= kThresholdSelectMinExperts));
+  kp.threshold_select = threshold_select_enabled(kp, options);
   kp.rank_select = !options.force_round_selection;
   kp.estimate_select = estimate_select_enabled(kp, options);
   const RoutingPath path = choose_path(kp, options, sizeof(T));
