@@ -1,6 +1,7 @@
 // Selection from estimated scores on the register path's one-warp-per-row
-// tiers (E = 256, 384, 512 with 8+ experts per lane; k >= 4 also at E =
-// 128, four per lane): the register path's kernel compiled with kEstimate
+// tiers (E in (128, 512] with 8+ experts per lane, registers past E holding
+// no expert on the tiers that are not full; k >= 4 also at E = 128, four
+// per lane): the register path's kernel compiled with kEstimate
 // calls these in place of the exact scores and the selection.
 //
 // Why. The exact score of every expert is most of a row's instructions:

@@ -179,9 +179,10 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // runs (decode cells 0.975-0.986x the time of one shared kernel, H200).
 // kRank: rows are ranked (warp_row_rank_select; G = 32, P = 1 only).
 // kEstimate: selection from estimated scores (routing_estimate_select.cuh;
-// G = 32 and full tiers: k in [2, 8] from P = 4 (kEstimateTopK), k = 1 from
-// P = 8 (kEstimateTop1), as the launch takes them), each a kernel of its
-// own so that no other kernel carries its code.
+// G = 32: k in [2, 8] from P = 4 (kEstimateTopK), k = 1 from P = 8
+// (kEstimateTop1), full tiers, and from P = 8 the others with sigmoid and
+// k >= 2, as the launch takes them), each a kernel of its own so that no other kernel carries its
+// code.
 template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>,
           bool kRank = false, int kEstimate = kEstimateOff>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {

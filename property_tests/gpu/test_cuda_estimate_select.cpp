@@ -1,9 +1,11 @@
 // The register path's selection from estimated scores
 // (impl/cuda/routing_estimate_select.cuh: k = 1 and k in [4, 8]; at E = 128
 // k >= 4) against the float64 reference and, bit for bit, against the
-// exact round selection (force_round_selection): on every full
-// one-warp-per-row tier it takes (E = 128, 256, 384, 512), every dtype and
-// normalization, and on rows built for its edges: near ties closer than
+// exact round selection (force_round_selection): on every one-warp-per-row
+// tier it takes, full (E = 128, 256, 384, 512) and not (E = 160, 320, 448:
+// registers past E hold no expert; sigmoid k >= 4 there, where the tier
+// table takes it), every dtype and normalization, and on rows built for
+// its edges: near ties closer than
 // the estimates' error inside a lane and across lanes, exact ties, NaN and
 // infinite logits, constant rows, fewer than k lanes holding a number,
 // more candidates than lanes, a bias so large or infinite that the margin
@@ -37,7 +39,7 @@ void expect_reference_and_rounds(const RoutingCase& c, const std::string& where)
 TEST(EstimateSelect, MatchesReferenceAndRoundsOnEveryDistribution) {
   SKIP_WITHOUT_GPU();
   std::uint64_t i = 0;
-  for (std::int64_t E : {128, 256, 384, 512})
+  for (std::int64_t E : {128, 160, 256, 320, 384, 448, 512})
     for (std::int64_t k : {1, 4, 5, 8})  // the k the tier table sends it
       for (auto dist : testing::kSweepDistributions)
         for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
@@ -64,7 +66,7 @@ TEST(EstimateSelect, EstimateEdges) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   constexpr int kShapes = 10;
-  for (std::int64_t E : {128, 256, 384, 512})
+  for (std::int64_t E : {128, 160, 256, 320, 384, 448, 512})
     for (std::int64_t k : {1, 4, 8})
       for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
         for (int bias_case = 0; bias_case < 3; ++bias_case) {  // no bias, -1e30 or +inf on one expert
@@ -96,11 +98,11 @@ TEST(EstimateSelect, EstimateEdges) {
 }
 
 // Where the tier table sends these calls to the register path (1100 rows
-// here), the automatic call takes the kernels (vector loads, full tier);
-// k = 2 and 9 do not, and still match.
+// here), the automatic call takes the kernels (vector loads; full tiers and
+// E = 192, 448 past them); k = 2 and 9 do not, and still match.
 TEST(EstimateSelect, AutomaticCallsTakeIt) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {256, 384, 512})
+  for (std::int64_t E : {192, 256, 384, 448, 512})
     for (std::int64_t k : {1, 2, 4, 8, 9}) {
       CaseConfig cfg;
       cfg.experts = E;
@@ -112,16 +114,20 @@ TEST(EstimateSelect, AutomaticCallsTakeIt) {
       const RoutingCase c(cfg);
       const harness::CudaCase dev(c);
       EXPECT_STREQ(cuda::routing_path_name(cuda::chosen_path(dev.params())), "register") << describe(cfg);
+      const bool full_tier = E % 128 == 0;  // the others: sigmoid k = 4-8 only (tier table)
+      EXPECT_EQ(cuda::estimated_selection_preferred(dev.params()), (k == 1 && full_tier) || (k >= 4 && k <= 8))
+          << describe(cfg);
       testing::expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}), {.force_round_selection = true},
                                               "automatic vs exact rounds, " + describe(cfg));
     }
 }
 
-// For compute-sanitizer (scripts/gpu_run.sh sanitize): every full tier,
-// padded rows, rows the estimates leave to the exact selection.
+// For compute-sanitizer (scripts/gpu_run.sh sanitize): every tier of 8+
+// experts per lane, full or not, padded rows, rows the estimates leave to
+// the exact selection.
 TEST(Sanitizer, EstimateSelect) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {256, 384, 512})
+  for (std::int64_t E : {160, 256, 320, 384, 448, 512})
     for (std::int64_t k : {1, 8}) {
       CaseConfig cfg = testing::sanitizer_case_config(E);
       cfg.topk = k;
