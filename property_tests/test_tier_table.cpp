@@ -156,9 +156,13 @@ TEST(TierTable, EstimatedSelection) {
   EXPECT_FALSE(preferred({1024, 512, 4, DType::kFloat32, kSoftmax}));  // ... not softmax from 1024 rows
   EXPECT_TRUE(preferred({512, 512, 4, DType::kFloat32, kSoftmax}));
   EXPECT_TRUE(preferred({2048, 192, 4}));                      // tiers that are not full: sigmoid k >= 4
-  EXPECT_FALSE(preferred({2049, 192, 4}));                     // ... to 2048 rows
+  EXPECT_TRUE(preferred({65536, 192, 4}));                     // ... below 256 experts at any row count
+  EXPECT_FALSE(preferred({2049, 320, 4}));                     // ... else to 2048 rows
   EXPECT_FALSE(preferred({1024, 448, 8, DType::kFloat32, kSoftmax}));  // ... not softmax
-  EXPECT_FALSE(preferred({1024, 320, 1}));                     // ... nor k = 1
+  EXPECT_FALSE(preferred({4095, 192, 1}));                     // ... k = 1 from 4096 rows
+  EXPECT_TRUE(preferred({4096, 448, 1}));
+  EXPECT_FALSE(preferred({4096, 320, 1}));                     // ... 8192 on the 12-per-lane tier
+  EXPECT_TRUE(preferred({8192, 320, 1}));
   EXPECT_FALSE(preferred({1024, 256, 2}));                     // k = 2-3: exact
   EXPECT_FALSE(preferred({1024, 256, 3}));
   EXPECT_FALSE(preferred({1024, 256, 9}));                     // past the unrolled rounds

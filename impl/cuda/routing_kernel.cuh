@@ -146,7 +146,7 @@ RoutingPath chosen_path(const RoutingParams& p, const LaunchOptions& options = {
 // estimated scores (estimate_select_preferred, off under
 // force_round_selection). The launch then also needs a one-warp-per-row
 // tier (E = 128 below 4096 rows, E in (128, 512]; k = 1 from 8 experts per
-// lane and on full tiers) and vector loads. Host only, like chosen_path.
+// lane) and vector loads. Host only, like chosen_path.
 bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& options = {});
 
 // Whether the tier table asks the register path to try threshold selection

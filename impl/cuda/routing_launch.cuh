@@ -70,8 +70,8 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   // grid: 1.02-1.07x the time at T = 1-1024), the estimates saving four
   // exact scores per lane, less than the margin's reduction and the vote.
   // From 8 per lane the tiers that are not full (E = 160, 192, 320, 448)
-  // take the k >= 2 kernel with sigmoid (the tier table's rule; softmax and
-  // k = 1 lost there), with the per-register bound checks.
+  // take them too where the tier table asks (the k >= 2 kernel with sigmoid
+  // only: softmax lost there), with the per-register bound checks.
   if constexpr (G == 32 && P >= 4) {
     if (kp.estimate_select && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts == G * P) {
       if constexpr (P >= 8) {
@@ -83,6 +83,11 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
         return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
                              blocks, 0, stream, pdl, kp);
     }
+  }
+  if constexpr (G == 32 && P >= 8) {
+    if (kp.estimate_select && kp.topk == 1 && vector_ok && kp.num_experts < G * P)
+      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false, kEstimateTop1>,
+                           blocks, 0, stream, pdl, kp);
   }
   if constexpr (G == 32 && P >= 8 && !kSoftmax) {
     if (kp.estimate_select && kp.topk >= 2 && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts < G * P)

@@ -180,8 +180,8 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // kRank: rows are ranked (warp_row_rank_select; G = 32, P = 1 only).
 // kEstimate: selection from estimated scores (routing_estimate_select.cuh;
 // G = 32: k in [2, 8] from P = 4 (kEstimateTopK), k = 1 from P = 8
-// (kEstimateTop1), full tiers, and from P = 8 the others with sigmoid and
-// k >= 2, as the launch takes them), each a kernel of its own so that no other kernel carries its
+// (kEstimateTop1), full tiers, and from P = 8 the others (k >= 2 with
+// sigmoid only), as the launch takes them), each a kernel of its own so that no other kernel carries its
 // code.
 template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>,
           bool kRank = false, int kEstimate = kEstimateOff>

@@ -150,7 +150,7 @@ constexpr std::int64_t kThresholdSelectSmallKMinRows = 129;
 // (routing_estimate_select.cuh; its launch also needs one warp per row and
 // vector loads, and a full tier at 4 experts per lane: E = 128 below 4096
 // rows, E in (128, 512] on the 8-, 12- and 16-per-lane tiers, those not
-// full with sigmoid and k >= 2 only; the top-1 kernel from 8 per lane).
+// full with sigmoid only at k >= 2; the top-1 kernel from 8 per lane).
 // Against exact scores on the H200 (2026-12-01: the anchor grid's A/B, and
 // T = 256-4096 at E = 128-512, k = 2 / 4 / 8, both dtypes and
 // normalizations, the same calls): k = 1 0.85-0.92x the time at E =
@@ -166,21 +166,26 @@ constexpr std::int64_t kThresholdSelectSmallKMinRows = 129;
 // gained (docs/performance.md, next steps).
 // The tiers that are not full (E in (128, 512] but 256, 384, 512: registers
 // past E hold no expert, each with its bound check) take it with sigmoid
-// and k = 4-8 up to kEstimatePartialTierMaxRows. Against the exact scores
-// (H200, 2026-12-01, two rounds, E = 160 / 192 / 320 / 448, T = 384-8192,
-// k = 1 / 4 / 8, both dtypes and normalizations): sigmoid k = 4-8 up to 2048
-// rows 0.80-0.98x the time (E = 448 fp32 k = 4 at 768-1024 rows
-// 1.005-1.03x); at 8192 rows E = 160-192 0.89-0.92x but E = 320 1.13-1.17x;
-// softmax up to 1.22x (fp32 E = 160-192 at 2048 rows); k = 1 1.03-1.17x at
-// 768-1024 rows, 0.84-1.05x from 2048.
+// and k = 4-8 up to kEstimatePartialTierMaxRows (below 256 experts at any
+// row count), and with k = 1 from 4096 rows (8192 on the 12-per-lane tier).
+// Against the exact scores (H200, 2026-12-01, two A/Bs of two rounds, E =
+// 160 / 192 / 320 / 448, T = 384-12288, k = 1 / 4 / 8, both dtypes and
+// normalizations): sigmoid k = 4-8 up to 2048 rows 0.80-0.98x the time
+// (E = 448 fp32 k = 4 at 768-1024 rows 1.005-1.03x), from 4096 rows E =
+// 160-192 0.89-0.93x but E = 320 1.13-1.17x at 8192 in one A/B (even in the
+// other) and E = 448 even; softmax up to 1.22x (fp32 E = 160-192 at 2048
+// rows); k = 1 1.03-1.17x at 768-1024 rows, even at 2048, 0.85-0.98x from
+// 4096 (E = 320: 1.02-1.05x at 4096, 0.92-0.97x from 8192).
 constexpr std::int64_t kEstimatePartialTierMaxRows = 2048;
 inline bool register_tier_full(int E) { return E == 128 || E == 256 || E == 384 || E == 512; }
 
 inline bool estimate_select_preferred(const KernelParams& kp) {
   if (kp.topk > kEstimateMaxTopK) return false;
   if (kp.num_experts <= 128) return kp.topk > 4 || (kp.topk == 4 && kp.num_tokens >= 2048);
-  if (!register_tier_full(kp.num_experts))
-    return !kp.softmax && kp.topk >= 4 && kp.num_tokens <= kEstimatePartialTierMaxRows;
+  if (!register_tier_full(kp.num_experts)) {
+    if (kp.topk == 1) return kp.num_tokens >= (kp.num_experts > 256 && kp.num_experts < 384 ? 8192 : 4096);
+    return !kp.softmax && kp.topk >= 4 && (kp.num_tokens <= kEstimatePartialTierMaxRows || kp.num_experts < 256);
+  }
   if (kp.topk == 1) return true;
   if (kp.topk < 4) return false;
   return !(kp.num_experts == 512 && kp.softmax && kp.topk <= 4 && kp.num_tokens >= 1024);

@@ -122,6 +122,31 @@ TEST(EstimateSelect, AutomaticCallsTakeIt) {
     }
 }
 
+// The top-1 kernel on the tiers that are not full, which the tier table
+// takes from 4096 rows: the automatic call against the reference and,
+// bit for bit, the exact rounds, with ties (quantized logits) and without.
+TEST(EstimateSelect, PartialTiersTopOneFromManyRows) {
+  SKIP_WITHOUT_GPU();
+  for (std::int64_t E : {160, 320, 448})
+    for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax})
+      for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = 1;
+        cfg.tokens = 4100;
+        cfg.logits_dtype = dtype;
+        cfg.normalization = norm;
+        cfg.logits = dtype == DType::kBFloat16 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+        cfg.padding = harness::PaddingMode::kSparse;
+        cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 10) + (norm == Normalization::kSoftmax ? 1 : 0);
+        const RoutingCase c(cfg);
+        const harness::CudaCase dev(c);
+        EXPECT_TRUE(cuda::estimated_selection_preferred(dev.params())) << describe(cfg);
+        testing::expect_reference_and_same_bits(c, harness::run_cuda_case(dev, {}), {.force_round_selection = true},
+                                                "automatic vs exact rounds, " + describe(cfg));
+      }
+}
+
 // For compute-sanitizer (scripts/gpu_run.sh sanitize): every tier of 8+
 // experts per lane, full or not, padded rows, rows the estimates leave to
 // the exact selection.
