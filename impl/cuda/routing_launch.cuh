@@ -70,29 +70,28 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   // grid: 1.02-1.07x the time at T = 1-1024), the estimates saving four
   // exact scores per lane, less than the margin's reduction and the vote.
   // From 8 per lane the tiers that are not full (E = 160, 192, 320, 448)
-  // take them too where the tier table asks (the k >= 2 kernel with sigmoid
-  // only: softmax lost there), with the per-register bound checks.
+  // take them too where the tier table asks, with the per-register bound
+  // checks; their k >= 2 kernel is compiled for sigmoid only (the table never
+  // asks for it with softmax, which lost there).
   if constexpr (G == 32 && P >= 4) {
-    if (kp.estimate_select && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts == G * P) {
+    if (kp.estimate_select && kp.topk <= kEstimateMaxTopK && vector_ok) {
+      const bool full = kp.num_experts == G * P;
       if constexpr (P >= 8) {
         if (kp.topk == 1)
-          return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTop1>,
-                               blocks, 0, stream, pdl, kp);
+          return full ? launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false,
+                                                            kEstimateTop1>, blocks, 0, stream, pdl, kp)
+                      : launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
+                                                            kEstimateTop1>, blocks, 0, stream, pdl, kp);
+        if constexpr (!kSoftmax) {
+          if (!full)
+            return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
+                                                       kEstimateTopK>, blocks, 0, stream, pdl, kp);
+        }
       }
-      if (kp.topk >= 2)
+      if (full && kp.topk >= 2)
         return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
                              blocks, 0, stream, pdl, kp);
     }
-  }
-  if constexpr (G == 32 && P >= 8) {
-    if (kp.estimate_select && kp.topk == 1 && vector_ok && kp.num_experts < G * P)
-      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false, kEstimateTop1>,
-                           blocks, 0, stream, pdl, kp);
-  }
-  if constexpr (G == 32 && P >= 8 && !kSoftmax) {
-    if (kp.estimate_select && kp.topk >= 2 && kp.topk <= kEstimateMaxTopK && vector_ok && kp.num_experts < G * P)
-      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false, kEstimateTopK>,
-                           blocks, 0, stream, pdl, kp);
   }
   // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
   // drop their bound checks; others keep one kernel per vector width.

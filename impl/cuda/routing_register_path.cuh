@@ -181,8 +181,8 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // kEstimate: selection from estimated scores (routing_estimate_select.cuh;
 // G = 32: k in [2, 8] from P = 4 (kEstimateTopK), k = 1 from P = 8
 // (kEstimateTop1), full tiers, and from P = 8 the others (k >= 2 with
-// sigmoid only), as the launch takes them), each a kernel of its own so that no other kernel carries its
-// code.
+// sigmoid only), as the launch takes them), each a kernel of its own so
+// that no other kernel carries its code.
 template <typename T, int G, int P, int V, bool kSoftmax, bool kFull = false, int kMinBlocks = kRegisterMinBlocks<P>,
           bool kRank = false, int kEstimate = kEstimateOff>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kernel(const KernelParams p) {

@@ -177,13 +177,17 @@ constexpr std::int64_t kThresholdSelectSmallKMinRows = 129;
 // rows); k = 1 1.03-1.17x at 768-1024 rows, even at 2048, 0.85-0.98x from
 // 4096 (E = 320: 1.02-1.05x at 4096, 0.92-0.97x from 8192).
 constexpr std::int64_t kEstimatePartialTierMaxRows = 2048;
+constexpr std::int64_t kEstimatePartialTierTop1MinRows = 4096;
+constexpr std::int64_t kEstimateTwelvePerLaneTop1MinRows = 8192;  // E in (256, 384)
 inline bool register_tier_full(int E) { return E == 128 || E == 256 || E == 384 || E == 512; }
 
 inline bool estimate_select_preferred(const KernelParams& kp) {
   if (kp.topk > kEstimateMaxTopK) return false;
   if (kp.num_experts <= 128) return kp.topk > 4 || (kp.topk == 4 && kp.num_tokens >= 2048);
   if (!register_tier_full(kp.num_experts)) {
-    if (kp.topk == 1) return kp.num_tokens >= (kp.num_experts > 256 && kp.num_experts < 384 ? 8192 : 4096);
+    if (kp.topk == 1)
+      return kp.num_tokens >= (kp.num_experts > 256 && kp.num_experts < 384 ? kEstimateTwelvePerLaneTop1MinRows
+                                                                             : kEstimatePartialTierTop1MinRows);
     return !kp.softmax && kp.topk >= 4 && (kp.num_tokens <= kEstimatePartialTierMaxRows || kp.num_experts < 256);
   }
   if (kp.topk == 1) return true;

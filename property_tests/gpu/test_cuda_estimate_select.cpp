@@ -5,8 +5,8 @@
 // tier it takes, full (E = 128, 256, 384, 512) and not (E = 160, 320, 448:
 // registers past E hold no expert; sigmoid k >= 4 there, where the tier
 // table takes it), every dtype and normalization, and on rows built for
-// its edges: near ties closer than
-// the estimates' error inside a lane and across lanes, exact ties, NaN and
+// its edges: near ties closer than the estimates' error inside a lane and
+// across lanes, exact ties, NaN and
 // infinite logits, constant rows, fewer than k lanes holding a number,
 // more candidates than lanes, a bias so large or infinite that the margin
 // keeps every expert.
@@ -123,8 +123,9 @@ TEST(EstimateSelect, AutomaticCallsTakeIt) {
 }
 
 // The top-1 kernel on the tiers that are not full, which the tier table
-// takes from 4096 rows (8192 on the 12-per-lane tier, E = 320): the automatic call against the reference and,
-// bit for bit, the exact rounds, with ties (quantized logits) and without.
+// takes from 4096 rows (8192 on the 12-per-lane tier, E = 320): the
+// automatic call against the reference and, bit for bit, the exact rounds,
+// with ties (quantized logits) and without.
 TEST(EstimateSelect, PartialTiersTopOneFromManyRows) {
   SKIP_WITHOUT_GPU();
   for (std::int64_t E : {160, 320, 448})
@@ -136,9 +137,10 @@ TEST(EstimateSelect, PartialTiersTopOneFromManyRows) {
         cfg.tokens = E == 320 ? 8200 : 4100;
         cfg.logits_dtype = dtype;
         cfg.normalization = norm;
-        cfg.logits = dtype == DType::kBFloat16 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+        cfg.logits = dtype == DType::kBFloat16 ? harness::LogitsDistribution::kQuantized
+                                               : harness::LogitsDistribution::kNormal;
         cfg.padding = harness::PaddingMode::kSparse;
-        cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 10) + (norm == Normalization::kSoftmax ? 1 : 0);
+        cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E * 10 + (norm == Normalization::kSoftmax ? 1 : 0));
         const RoutingCase c(cfg);
         const harness::CudaCase dev(c);
         EXPECT_TRUE(cuda::estimated_selection_preferred(dev.params())) << describe(cfg);
