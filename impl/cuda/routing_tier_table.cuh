@@ -103,6 +103,11 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   if (E <= 64 || E > kRegisterPathMaxExperts) return false;
+  // k above the number of 32-expert groups that hold experts (E = 160-224
+  // at k = 6-8, E = 65-96 at k = 3-4) makes every expert a candidate, and
+  // the block then ranks all E of them: E = 192 k = 8 took 4.2-5.2 us at one
+  // row (H200, 2026-12-01), where the other cells of its size take 2.
+  if (kp.topk > (E + 31) / 32) return false;
   // Past 128 rows E <= 128 keeps k = 4 (and k = 3 with fp32 logits): k = 2
   // lost in the A/B (kMediumRowsMax); k = 3 fp32 sigmoid took 0.92-0.97x
   // the register path's time at 192-512 rows (H200, A/B of two rounds,
