@@ -64,8 +64,15 @@ inline bool medium_rows(const KernelParams& kp) {
   return kp.num_tokens > kBlockRankMaxRows && kp.num_tokens <= kMediumRowsMax;
 }
 
+// k above the number of 32-expert groups holding experts (E > 128): the
+// split-row path there (candidate).
+inline bool k_exceeds_groups(const KernelParams& kp) {
+  return kp.num_experts > 128 && kp.topk > (kp.num_experts + 31) / 32;
+}
+
 inline bool block_rank_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
+  if (k_exceeds_groups(kp)) return false;
   // E in (256, 512], k = 1, sigmoid, up to 16 rows: 0.945-0.977x the
   // split-row path's time in both rounds of an A/B (H200, 2026-11-30);
   // about even at 128 rows, softmax 1.16x.
@@ -245,8 +252,8 @@ inline bool split_row_preferred(const KernelParams& kp) {
   if (kp.num_tokens > kMediumRowsMax)
     return E > 256 ? kp.topk <= 2 && kp.num_tokens <= kSplitRowSmallKMaxRows
                    : kp.topk == 1 && kp.num_tokens <= kSplitRowTop1MaxRows;
-  if (medium_rows(kp)) return E > 256 ? kp.topk <= 4 : kp.topk == 1;
-  return kp.num_tokens <= kSplitRowMaxRows && !decode_prefers_threshold(kp);
+  if (medium_rows(kp)) return E > 256 ? kp.topk <= 4 : kp.topk == 1 || k_exceeds_groups(kp);
+  return kp.num_tokens <= kSplitRowMaxRows && (!decode_prefers_threshold(kp) || k_exceeds_groups(kp));
 }
 
 // Where E <= 32 takes one warp per row (one expert per lane): a round of
