@@ -74,14 +74,17 @@ TEST(TierTable, DecodeCells) {
 // groups holding experts, that is every expert, so those calls go elsewhere.
 TEST(TierTable, BlockThresholdNeedsKGroups) {
   expect_path({1, 192, 6}, "block-threshold");  // 6 groups, k = 6
-  expect_path({1, 192, 7}, "block-rank");
+  expect_path({1, 192, 7}, "split-row");        // sigmoid: split-row up to 256 rows
   expect_path({1, 160, 5, kBf16, kSoftmax}, "block-threshold");
-  expect_path({1, 160, 6, kBf16, kSoftmax}, "block-rank");
-  expect_path({16, 224, 8}, "block-rank");       // 7 groups
+  expect_path({1, 160, 6, kBf16, kSoftmax}, "block-rank");  // softmax: block-rank up to 128 rows
+  expect_path({128, 224, 8, DType::kFloat32, kSoftmax}, "block-rank");
+  expect_path({16, 224, 8}, "split-row");        // 7 groups
   expect_path({16, 225, 8}, "block-threshold");  // 8 groups, the last with one expert
   expect_path({128, 96, 3}, "block-threshold");  // 3 groups
-  expect_path({128, 96, 4}, "block-rank");
-  expect_path({256, 192, 8}, "register");        // medium rows: no block path for E > 128 here
+  expect_path({128, 96, 4}, "block-rank");       // E <= 128: the block-rank path
+  expect_path({256, 192, 8}, "split-row");       // medium rows, either normalization
+  expect_path({129, 160, 6, kBf16, kSoftmax}, "split-row");
+  expect_path({257, 192, 8}, "register");
 }
 
 TEST(TierTable, RowCountEdges) {
@@ -125,7 +128,7 @@ TEST(TierTable, MediumRows) {
   expect_path({200, 256, 2, DType::kFloat32, kSoftmax}, "register");    // ... softmax k >= 4
   expect_path({200, 256, 4, DType::kFloat32, kSoftmax}, "block-threshold");
   expect_path({200, 256, 8, kBf16, kSoftmax}, "block-threshold");
-  expect_path({200, 192, 8, kBf16, kSoftmax}, "register");              // k > 6 groups (below)
+  expect_path({200, 192, 8, kBf16, kSoftmax}, "split-row");             // k > 6 groups (below)
   expect_path({256, 128, 4}, "block-threshold");                        // E <= 128 sigmoid k = 4
   expect_path({256, 128, 2}, "register");
   expect_path({129, 96, 3, kBf16}, "register");

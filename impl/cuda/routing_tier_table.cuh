@@ -64,15 +64,21 @@ inline bool medium_rows(const KernelParams& kp) {
   return kp.num_tokens > kBlockRankMaxRows && kp.num_tokens <= kMediumRowsMax;
 }
 
-// k above the number of 32-expert groups holding experts (E > 128): the
-// split-row path there (candidate).
+// k above the number of 32-expert groups holding experts, E > 128 (where
+// block_threshold_preferred declines): the split-row path takes these
+// calls with sigmoid up to kMediumRowsMax rows and with softmax at medium
+// rows; softmax at T <= 128 stays on the block-rank path. Against the
+// block-rank path (T <= 128) and the register path (160 / 256 rows), E =
+// 160 / 192 / 224, k = 6 / 8, both dtypes, two rounds (H200, 2026-12-01):
+// sigmoid 0.88-0.97x the time at T <= 128, sigmoid and softmax 0.91-0.97x
+// at 160-256 rows; softmax at T <= 128 0.97-1.06x (fp32 lost), so left.
 inline bool k_exceeds_groups(const KernelParams& kp) {
   return kp.num_experts > 128 && kp.topk > (kp.num_experts + 31) / 32;
 }
 
 inline bool block_rank_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
-  if (k_exceeds_groups(kp)) return false;
+  if (k_exceeds_groups(kp) && !kp.softmax) return false;
   // E in (256, 512], k = 1, sigmoid, up to 16 rows: 0.945-0.977x the
   // split-row path's time in both rounds of an A/B (H200, 2026-11-30);
   // about even at 128 rows, softmax 1.16x.
@@ -253,7 +259,7 @@ inline bool split_row_preferred(const KernelParams& kp) {
     return E > 256 ? kp.topk <= 2 && kp.num_tokens <= kSplitRowSmallKMaxRows
                    : kp.topk == 1 && kp.num_tokens <= kSplitRowTop1MaxRows;
   if (medium_rows(kp)) return E > 256 ? kp.topk <= 4 : kp.topk == 1 || k_exceeds_groups(kp);
-  return kp.num_tokens <= kSplitRowMaxRows && (!decode_prefers_threshold(kp) || k_exceeds_groups(kp));
+  return kp.num_tokens <= kSplitRowMaxRows && (!decode_prefers_threshold(kp) || (k_exceeds_groups(kp) && !kp.softmax));
 }
 
 // Where E <= 32 takes one warp per row (one expert per lane): a round of
