@@ -64,21 +64,21 @@ inline bool medium_rows(const KernelParams& kp) {
   return kp.num_tokens > kBlockRankMaxRows && kp.num_tokens <= kMediumRowsMax;
 }
 
-// k above the number of 32-expert groups holding experts, E > 128 (where
-// block_threshold_preferred declines): the split-row path takes these
-// calls with sigmoid up to kMediumRowsMax rows and with softmax at medium
-// rows; softmax at T <= 128 stays on the block-rank path. Against the
+// Whether k exceeds the number of 32-expert groups that hold experts,
+// ceil(E / 32): the block-threshold path declines those calls (every expert
+// would be a candidate; block_threshold_preferred). For E > 128 the
+// split-row path takes them with sigmoid up to kMediumRowsMax rows and with
+// softmax at medium rows; softmax at T <= 128 stays on the block-rank path
+// (split_row_preferred declines E <= 128 itself). Against the
 // block-rank path (T <= 128) and the register path (160 / 256 rows), E =
 // 160 / 192 / 224, k = 6 / 8, both dtypes, two rounds (H200, 2026-12-01):
 // sigmoid 0.88-0.97x the time at T <= 128, sigmoid and softmax 0.91-0.97x
 // at 160-256 rows; softmax at T <= 128 0.97-1.06x (fp32 lost), so left.
-inline bool k_exceeds_groups(const KernelParams& kp) {
-  return kp.num_experts > 128 && kp.topk > (kp.num_experts + 31) / 32;
-}
+inline bool k_exceeds_groups(const KernelParams& kp) { return kp.topk > (kp.num_experts + 31) / 32; }
 
 inline bool block_rank_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
-  if (k_exceeds_groups(kp) && !kp.softmax) return false;
+  if (E > 128 && k_exceeds_groups(kp) && !kp.softmax) return false;  // the split-row path's (above)
   // E in (256, 512], k = 1, sigmoid, up to 16 rows: 0.945-0.977x the
   // split-row path's time in both rounds of an A/B (H200, 2026-11-30);
   // about even at 128 rows, softmax 1.16x.
@@ -120,7 +120,7 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
   // at k = 6-8, E = 65-96 at k = 3-4) makes every expert a candidate, and
   // the block then ranks all E of them: E = 192 k = 8 took 4.2-5.2 us at one
   // row (H200, 2026-12-01), where the other cells of its size take 2.
-  if (kp.topk > (E + 31) / 32) return false;
+  if (k_exceeds_groups(kp)) return false;
   // Past 128 rows E <= 128 keeps k = 4 (and k = 3 with fp32 logits): k = 2
   // lost in the A/B (kMediumRowsMax); k = 3 fp32 sigmoid took 0.92-0.97x
   // the register path's time at 192-512 rows (H200, A/B of two rounds,
