@@ -35,6 +35,17 @@ template <typename... Parts>
   throw_argument_error("fused_musespark1x_routing (CUDA)", parts...);
 }
 
+// Whether a row's slots j .. j + 3 can be written by one 16-byte store of
+// weights and one of int32 ids: both contiguous along k, and every row's
+// start 16-byte aligned (base and row stride).
+bool slots_vec4_layout(const KernelParams& kp) {
+  const auto aligned = [&](const void* base, std::int64_t row_stride) {
+    return reinterpret_cast<std::uintptr_t>(base) % 16 == 0 && (kp.num_tokens <= 1 || row_stride % 4 == 0);
+  };
+  return !kp.ids_int64 && kp.weights_col_stride == 1 && kp.ids_col_stride == 1 &&
+         aligned(kp.weights, kp.weights_row_stride) && aligned(kp.ids, kp.ids_row_stride);
+}
+
 // The kernels' copy of a validated call, scalars rounded to fp32.
 KernelParams to_kernel_params(const RoutingParams& p) {
   const RoutingScalars s = fp32_scalars(p);
@@ -64,6 +75,7 @@ KernelParams to_kernel_params(const RoutingParams& p) {
   kp.threshold_select = false;  // decided with the tier, per launch
   kp.rank_select = false;
   kp.estimate_select = false;
+  kp.slots_vec4 = slots_vec4_layout(kp);
   return kp;
 }
 

@@ -126,11 +126,14 @@ __device__ __forceinline__ void filter_rank_row(const KernelParams& p, const Fil
   for (int m = 0; m < K; ++m)
     if (m < k) selected_sum += top_score[m];
   const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+  float w[K];
+  std::int32_t id[K];
 #pragma unroll
-  for (int m = 0; m < K; ++m)
-    if (m < k)
-      store_slot(p, row, m, rm::routing_weight(top_score[m], denominator, p.route_scale),
-                 static_cast<std::int32_t>(rm::key_expert(top[m])));
+  for (int m = 0; m < K; ++m) {
+    w[m] = rm::routing_weight(top_score[m], denominator, p.route_scale);
+    id[m] = static_cast<std::int32_t>(rm::key_expert(top[m]));
+  }
+  store_row_slots<K>(p, row, w, id);
 }
 
 // A row with too many candidates, after phase A (rare: ties en masse, NaN

@@ -238,6 +238,31 @@ __device__ __forceinline__ void store_slot(const KernelParams& p, std::int64_t r
     static_cast<std::int32_t*>(p.ids)[off] = id;
 }
 
+// A row's slots [0, k) from K registers (k <= K): slots j .. j + 3 by one
+// 16-byte store each of weights and ids where the launch found the layout
+// for it (slots_vec4), the rest one by one. A lane that owns a whole row
+// (row-per-thread, filter ranking) writes with 2 K / 4 stores instead of
+// 2 K, each of which touches one row per lane.
+template <int K>
+__device__ __forceinline__ void store_row_slots(const KernelParams& p, std::int64_t row, const float (&w)[K],
+                                                const std::int32_t (&id)[K]) {
+  int scalar_from = 0;
+  if (p.slots_vec4) {
+#pragma unroll
+    for (int j = 0; j + 4 <= K; j += 4) {
+      if (j + 4 > p.topk) break;
+      *reinterpret_cast<float4*>(p.weights + row * p.weights_row_stride + j) =
+          make_float4(w[j], w[j + 1], w[j + 2], w[j + 3]);
+      *reinterpret_cast<int4*>(static_cast<std::int32_t*>(p.ids) + row * p.ids_row_stride + j) =
+          make_int4(id[j], id[j + 1], id[j + 2], id[j + 3]);
+      scalar_from = j + 4;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < K; ++j)
+    if (j >= scalar_from && j < p.topk) store_slot(p, row, j, w[j], id[j]);
+}
+
 __device__ __forceinline__ bool row_is_padded(const KernelParams& p, std::int64_t row) {
   return p.is_padding != nullptr && p.is_padding[row * p.padding_stride];
 }

@@ -75,12 +75,15 @@ struct ThreadRowChunk {
 
 // Dynamic shared memory of one block: the warps' staging buffers, each
 // lane's E / G 16-bit key halves (a spare 16 bytes per lane, for the banks),
-// then the candidate lists, thread-minor.
+// the candidate lists, thread-minor, then the bias. Step 4 reads the bias
+// of its candidates from there: from global memory each such load touches
+// 32 rows' worth of lines per warp, a wavefront each in L1.
 template <typename T>
 std::size_t thread_row_smem_bytes(int num_experts, int lanes_per_row) {
   return static_cast<std::size_t>(kThreadRowWarps) * ThreadRowChunk<T>::kBytesPerWarp +
          static_cast<std::size_t>(kThreadRowBlockThreads) * (num_experts / lanes_per_row / 8 + 1) * 16 +
-         static_cast<std::size_t>(kThreadRowCandidates) * kThreadRowBlockThreads * sizeof(std::uint16_t);
+         static_cast<std::size_t>(kThreadRowCandidates) * kThreadRowBlockThreads * sizeof(std::uint16_t) +
+         static_cast<std::size_t>(num_experts) * sizeof(float);
 }
 
 // Streams a warp's rows through its staging buffer. Every lane of the warp
@@ -228,8 +231,8 @@ struct SigmoidKeyBounds {
 // live row, the lane's best K experts in key order.
 template <typename T, int K, int G, typename Score, typename Bounds>
 __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadRowStream<T, G>& stream,
-                                                  const T* logits, bool live, Score score, Bounds bounds,
-                                                  uint4* halves,
+                                                  const T* logits, const float* bias_s, bool live, Score score,
+                                                  Bounds bounds, uint4* halves,
                                                   std::uint16_t* cand, std::uint32_t (&top_ord)[K],
                                                   std::uint32_t (&top_expert)[K], float (&top_score)[K]) {
   constexpr int kStep = kThreadRowChunk;
@@ -311,7 +314,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
       for (int u = 0; u < kBatch; ++u) {
         e[u] = i0 + u < n ? cand[(i0 + u) * kThreadRowBlockThreads] : -1;
         x[u] = e[u] >= 0 ? LogitTraits<T>::widen(logits[e[u]]) : 0.0f;
-        b[u] = e[u] >= 0 ? p.bias[e[u]] : 0.0f;
+        b[u] = e[u] >= 0 ? bias_s[e[u]] : 0.0f;
       }
 #pragma unroll
       for (int u = 0; u < kBatch; ++u)
@@ -323,7 +326,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
         const int e = stored_expert<G>(q, i, part);
-        if (key_half(w, i) >= tau_half) consider(e, LogitTraits<T>::widen(logits[e]), p.bias[e]);
+        if (key_half(w, i) >= tau_half) consider(e, LogitTraits<T>::widen(logits[e]), bias_s[e]);
       }
     }
   }
@@ -385,9 +388,11 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
   uint4* const chunks = reinterpret_cast<uint4*>(thread_row_smem);
   uint4* const lane_halves = chunks + kThreadRowWarps * ThreadRowChunk<T>::kBytesPerWarp / 16;
   uint4* const halves = lane_halves + tid * (E / G / 8 + 1);
-  std::uint16_t* const cand =
-      reinterpret_cast<std::uint16_t*>(lane_halves + kThreadRowBlockThreads * (E / G / 8 + 1)) +
-      tid;  // entry i at cand[i * kThreadRowBlockThreads]
+  std::uint16_t* const cand_base = reinterpret_cast<std::uint16_t*>(lane_halves + kThreadRowBlockThreads * (E / G / 8 + 1));
+  std::uint16_t* const cand = cand_base + tid;  // entry i at cand[i * kThreadRowBlockThreads]
+  float* const bias_s = reinterpret_cast<float*>(cand_base + kThreadRowCandidates * kThreadRowBlockThreads);
+  for (int e = tid; e < E; e += kThreadRowBlockThreads) bias_s[e] = p.bias[e];
+  __syncthreads();
 
   // Warp-uniform loop over tiles of 32 / G rows: the stream and the merge
   // need every lane.
@@ -406,7 +411,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
     for (int m = 0; m < K; ++m) top_ord[m] = 0u, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
 
     if (!p.softmax) {
-      thread_row_select<T, K, G>(p, stream, logits, live, [](float x) { return rm::sigmoid(x); },
+      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, [](float x) { return rm::sigmoid(x); },
                                  SigmoidKeyBounds{}, halves, cand, top_ord, top_expert, top_score);
     } else {
       // The row maximum and the fixed-point sum, exactly as the other paths
@@ -432,7 +437,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       fixed = group_sum_u64<G>(fixed);
       const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
       const auto share = [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
-      thread_row_select<T, K, G>(p, stream, logits, live, share, ExactKeyBounds<decltype(share)>{share}, halves,
+      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share, ExactKeyBounds<decltype(share)>{share}, halves,
                                  cand, top_ord, top_expert, top_score);
     }
 
@@ -441,20 +446,19 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       // with G > 1 made this kernel 1.2x slower on the H200 though its PTX
       // differed only here and in the prologue's order).
       if (!in_range) continue;
-      if (padded) {
-        for (int j = 0; j < p.topk; ++j) store_slot(p, row, j, 0.0f, -1);
-        continue;
-      }
       float selected_sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < K; ++j)
         if (j < p.topk) selected_sum += top_score[j];
       const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+      float w[K];
+      std::int32_t id[K];
 #pragma unroll
-      for (int j = 0; j < K; ++j)
-        if (j < p.topk)
-          store_slot(p, row, j, rm::routing_weight(top_score[j], denominator, p.route_scale),
-                     static_cast<std::int32_t>(top_expert[j]));
+      for (int j = 0; j < K; ++j) {
+        w[j] = padded ? 0.0f : rm::routing_weight(top_score[j], denominator, p.route_scale);
+        id[j] = padded ? -1 : static_cast<std::int32_t>(top_expert[j]);
+      }
+      store_row_slots<K>(p, row, w, id);
     } else {
       // ---- 5. the row's slots (lane j % G writes slot j) -------------------
       std::int32_t slot_id[kSlots];
