@@ -133,7 +133,7 @@ __device__ __forceinline__ void filter_rank_row(const KernelParams& p, const Fil
     w[m] = rm::routing_weight(top_score[m], denominator, p.route_scale);
     id[m] = static_cast<std::int32_t>(rm::key_expert(top[m]));
   }
-  store_row_slots<K>(p, row, w, id);
+  store_slots<K>(p, row, 0, w, id);
 }
 
 // A row with too many candidates, after phase A (rare: ties en masse, NaN

@@ -238,29 +238,37 @@ __device__ __forceinline__ void store_slot(const KernelParams& p, std::int64_t r
     static_cast<std::int32_t*>(p.ids)[off] = id;
 }
 
-// A row's slots [0, k) from K registers (k <= K): slots j .. j + 3 by one
-// 16-byte store each of weights and ids where the launch found the layout
-// for it (slots_vec4), the rest one by one. A lane that owns a whole row
-// (row-per-thread, filter ranking) writes with 2 K / 4 stores instead of
-// 2 K, each of which touches one row per lane.
-template <int K>
-__device__ __forceinline__ void store_row_slots(const KernelParams& p, std::int64_t row, const float (&w)[K],
-                                                const std::int32_t (&id)[K]) {
+// Slots j0 .. j0 + N - 1 of a row (those below k) from N registers, j0 a
+// multiple of N: by 16- or 8-byte stores of weights and of ids where the
+// launch found the layout for them (slots_vec4: the row starts 16-byte
+// aligned, so such a run of slots is aligned too), the rest one by one. A
+// lane that owns whole rows (row-per-thread, filter ranking) then writes
+// each row with 2 N / 4 stores instead of 2 N, and each of those touches
+// one line per lane.
+template <int N>
+__device__ __forceinline__ void store_slots(const KernelParams& p, std::int64_t row, int j0, const float (&w)[N],
+                                            const std::int32_t (&id)[N]) {
+  constexpr int kWidth = N % 4 == 0 ? 4 : N % 2 == 0 ? 2 : 1;
   int scalar_from = 0;
-  if (p.slots_vec4) {
+  if (kWidth > 1 && p.slots_vec4) {
+    float* const wrow = p.weights + row * p.weights_row_stride + j0;
+    std::int32_t* const irow = static_cast<std::int32_t*>(p.ids) + row * p.ids_row_stride + j0;
 #pragma unroll
-    for (int j = 0; j + 4 <= K; j += 4) {
-      if (j + 4 > p.topk) break;
-      *reinterpret_cast<float4*>(p.weights + row * p.weights_row_stride + j) =
-          make_float4(w[j], w[j + 1], w[j + 2], w[j + 3]);
-      *reinterpret_cast<int4*>(static_cast<std::int32_t*>(p.ids) + row * p.ids_row_stride + j) =
-          make_int4(id[j], id[j + 1], id[j + 2], id[j + 3]);
-      scalar_from = j + 4;
+    for (int c = 0; c + kWidth <= N; c += kWidth) {
+      if (j0 + c + kWidth > p.topk) break;
+      if constexpr (kWidth == 4) {
+        *reinterpret_cast<float4*>(wrow + c) = make_float4(w[c], w[c + 1], w[c + 2], w[c + 3]);
+        *reinterpret_cast<int4*>(irow + c) = make_int4(id[c], id[c + 1], id[c + 2], id[c + 3]);
+      } else {
+        *reinterpret_cast<float2*>(wrow + c) = make_float2(w[c], w[c + 1]);
+        *reinterpret_cast<int2*>(irow + c) = make_int2(id[c], id[c + 1]);
+      }
+      scalar_from = c + kWidth;
     }
   }
 #pragma unroll
-  for (int j = 0; j < K; ++j)
-    if (j >= scalar_from && j < p.topk) store_slot(p, row, j, w[j], id[j]);
+  for (int c = 0; c < N; ++c)
+    if (c >= scalar_from && j0 + c < p.topk) store_slot(p, row, j0 + c, w[c], id[c]);
 }
 
 __device__ __forceinline__ bool row_is_padded(const KernelParams& p, std::int64_t row) {

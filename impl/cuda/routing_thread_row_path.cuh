@@ -75,15 +75,19 @@ struct ThreadRowChunk {
 
 // Dynamic shared memory of one block: the warps' staging buffers, each
 // lane's E / G 16-bit key halves (a spare 16 bytes per lane, for the banks),
-// the candidate lists, thread-minor, then the bias. Step 4 reads the bias
-// of its candidates from there: from global memory each such load touches
-// 32 rows' worth of lines per warp, a wavefront each in L1.
+// the candidate lists, thread-minor, then (kThreadRowBiasShared) the
+// bias. Step 4 reads the bias of its candidates from there: from global
+// memory each such load touches one line per lane of the warp.
+// K = 1 rows list one or two candidates, too few to pay for the copy.
+template <int K>
+inline constexpr bool kThreadRowBiasShared = K > 1;
+
 template <typename T>
-std::size_t thread_row_smem_bytes(int num_experts, int lanes_per_row) {
+std::size_t thread_row_smem_bytes(int num_experts, int lanes_per_row, bool bias_shared) {
   return static_cast<std::size_t>(kThreadRowWarps) * ThreadRowChunk<T>::kBytesPerWarp +
          static_cast<std::size_t>(kThreadRowBlockThreads) * (num_experts / lanes_per_row / 8 + 1) * 16 +
          static_cast<std::size_t>(kThreadRowCandidates) * kThreadRowBlockThreads * sizeof(std::uint16_t) +
-         static_cast<std::size_t>(num_experts) * sizeof(float);
+         (bias_shared ? static_cast<std::size_t>(num_experts) * sizeof(float) : 0);
 }
 
 // Streams a warp's rows through its staging buffer. Every lane of the warp
@@ -333,9 +337,11 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
 }
 
 // Step 5 (G > 1): the row's top-k from its G lanes' sorted lists, k rounds
-// of a max over the list heads; every lane of the warp takes part. Slot j
-// goes to the row's lane j % G (slot_*[j / G]); selected_sum is the
-// slot-order sum of the k scores, in every lane of the row.
+// of a max over the list heads; every lane of the warp takes part. The
+// row's lane `part` keeps slots part * S .. part * S + S - 1 (S = (K + G -
+// 1) / G, slot_*[j % S]), a run that store_slots can write with one vector
+// store; selected_sum is the slot-order sum of the k scores, in every lane
+// of the row.
 template <int K, int G>
 __device__ __forceinline__ void merge_lane_lists(int k, std::uint32_t (&top_ord)[K], std::uint32_t (&top_expert)[K],
                                                  float (&top_score)[K], std::int32_t (&slot_id)[(K + G - 1) / G],
@@ -368,7 +374,8 @@ __device__ __forceinline__ void merge_lane_lists(int k, std::uint32_t (&top_ord)
       top_ord[K - 1] = 0u, top_expert[K - 1] = 0xFFFFFFFFu, top_score[K - 1] = 0.0f;
     }
     selected_sum += score;
-    if (j % G == lane % G) slot_id[j / G] = static_cast<std::int32_t>(expert), slot_score[j / G] = score;
+    constexpr int S = (K + G - 1) / G;
+    if (j / S == lane % G) slot_id[j % S] = static_cast<std::int32_t>(expert), slot_score[j % S] = score;
   }
 }
 
@@ -390,9 +397,13 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
   uint4* const halves = lane_halves + tid * (E / G / 8 + 1);
   std::uint16_t* const cand_base = reinterpret_cast<std::uint16_t*>(lane_halves + kThreadRowBlockThreads * (E / G / 8 + 1));
   std::uint16_t* const cand = cand_base + tid;  // entry i at cand[i * kThreadRowBlockThreads]
-  float* const bias_s = reinterpret_cast<float*>(cand_base + kThreadRowCandidates * kThreadRowBlockThreads);
-  for (int e = tid; e < E; e += kThreadRowBlockThreads) bias_s[e] = p.bias[e];
-  __syncthreads();
+  const float* bias_s = p.bias;
+  if constexpr (kThreadRowBiasShared<K>) {
+    float* const shared_bias = reinterpret_cast<float*>(cand_base + kThreadRowCandidates * kThreadRowBlockThreads);
+    for (int e = tid; e < E; e += kThreadRowBlockThreads) shared_bias[e] = p.bias[e];
+    __syncthreads();
+    bias_s = shared_bias;
+  }
 
   // Warp-uniform loop over tiles of 32 / G rows: the stream and the merge
   // need every lane.
@@ -458,7 +469,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
         w[j] = padded ? 0.0f : rm::routing_weight(top_score[j], denominator, p.route_scale);
         id[j] = padded ? -1 : static_cast<std::int32_t>(top_expert[j]);
       }
-      store_row_slots<K>(p, row, w, id);
+      store_slots<K>(p, row, 0, w, id);
     } else {
       // ---- 5. the row's slots (lane j % G writes slot j) -------------------
       std::int32_t slot_id[kSlots];
@@ -467,12 +478,14 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       merge_lane_lists<K, G>(p.topk, top_ord, top_expert, top_score, slot_id, slot_score, selected_sum);
       if (!in_range) continue;
       const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+      float w[kSlots];
+      std::int32_t id[kSlots];
 #pragma unroll
-      for (int j = 0; j < K; ++j) {
-        if (j >= p.topk || j % G != part) continue;
-        if (padded) store_slot(p, row, j, 0.0f, -1);
-        else store_slot(p, row, j, rm::routing_weight(slot_score[j / G], denominator, p.route_scale), slot_id[j / G]);
+      for (int c = 0; c < kSlots; ++c) {
+        w[c] = padded ? 0.0f : rm::routing_weight(slot_score[c], denominator, p.route_scale);
+        id[c] = padded ? -1 : slot_id[c];
       }
+      store_slots<kSlots>(p, row, part * kSlots, w, id);
     }
   }
 }
