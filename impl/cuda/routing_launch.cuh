@@ -218,7 +218,7 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 
 template <typename T, int K, int G>
 cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts, G, kThreadRowBiasShared<K>);
+  const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts, G, kThreadRowBiasShared<T, K, G>);
   const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K, G>>(smem, 0);
   if (err != cudaSuccess) return err;
   constexpr int kRowsPerBlock = kThreadRowBlockThreads / G;

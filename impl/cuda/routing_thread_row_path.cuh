@@ -78,9 +78,12 @@ struct ThreadRowChunk {
 // the candidate lists, thread-minor, then (kThreadRowBiasShared) the
 // bias. Step 4 reads the bias of its candidates from there: from global
 // memory each such load touches one line per lane of the warp.
-// K = 1 rows list one or two candidates, too few to pay for the copy.
-template <int K>
-inline constexpr bool kThreadRowBiasShared = K > 1;
+// H200, 16384-65536 rows, with store_slots: k = 4-8 0.66-0.99x the time
+// with it; K = 1 rows list one or two candidates, too few to pay for the
+// copy (1.01-1.04x); the fp32 K = 4 kernel of four lanes per row spilled
+// 12 bytes with the pointer (E = 320 k = 4 1.05-1.24x), so not there.
+template <typename T, int K, int G>
+inline constexpr bool kThreadRowBiasShared = K > 1 && !(sizeof(T) == 4 && K == 4 && G == 4);
 
 template <typename T>
 std::size_t thread_row_smem_bytes(int num_experts, int lanes_per_row, bool bias_shared) {
@@ -398,7 +401,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
   std::uint16_t* const cand_base = reinterpret_cast<std::uint16_t*>(lane_halves + kThreadRowBlockThreads * (E / G / 8 + 1));
   std::uint16_t* const cand = cand_base + tid;  // entry i at cand[i * kThreadRowBlockThreads]
   const float* bias_s = p.bias;
-  if constexpr (kThreadRowBiasShared<K>) {
+  if constexpr (kThreadRowBiasShared<T, K, G>) {
     float* const shared_bias = reinterpret_cast<float*>(cand_base + kThreadRowCandidates * kThreadRowBlockThreads);
     for (int e = tid; e < E; e += kThreadRowBlockThreads) shared_bias[e] = p.bias[e];
     __syncthreads();
@@ -457,35 +460,52 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       // with G > 1 made this kernel 1.2x slower on the H200 though its PTX
       // differed only here and in the prologue's order).
       if (!in_range) continue;
-      float selected_sum = 0.0f;
+      if constexpr (K == 1) {  // the form before store_slots, which has no vector to store here
+        if (padded) {
+          store_slot(p, row, 0, 0.0f, -1);
+        } else {
+          const float denominator = rm::weight_denominator(0.0f + top_score[0], p.has_eps, p.eps);
+          store_slot(p, row, 0, rm::routing_weight(top_score[0], denominator, p.route_scale),
+                     static_cast<std::int32_t>(top_expert[0]));
+        }
+      } else {
+        float selected_sum = 0.0f;
 #pragma unroll
-      for (int j = 0; j < K; ++j)
-        if (j < p.topk) selected_sum += top_score[j];
-      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-      float w[K];
-      std::int32_t id[K];
+        for (int j = 0; j < K; ++j)
+          if (j < p.topk) selected_sum += top_score[j];
+        const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+        float w[K];
+        std::int32_t id[K];
 #pragma unroll
-      for (int j = 0; j < K; ++j) {
-        w[j] = padded ? 0.0f : rm::routing_weight(top_score[j], denominator, p.route_scale);
-        id[j] = padded ? -1 : static_cast<std::int32_t>(top_expert[j]);
+        for (int j = 0; j < K; ++j) {
+          w[j] = padded ? 0.0f : rm::routing_weight(top_score[j], denominator, p.route_scale);
+          id[j] = padded ? -1 : static_cast<std::int32_t>(top_expert[j]);
+        }
+        store_slots<K>(p, row, 0, w, id);
       }
-      store_slots<K>(p, row, 0, w, id);
     } else {
-      // ---- 5. the row's slots (lane j % G writes slot j) -------------------
+      // ---- 5. the row's slots (lane part writes its run of kSlots) ---------
       std::int32_t slot_id[kSlots];
       float slot_score[kSlots];
       float selected_sum = 0.0f;
       merge_lane_lists<K, G>(p.topk, top_ord, top_expert, top_score, slot_id, slot_score, selected_sum);
       if (!in_range) continue;
       const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-      float w[kSlots];
-      std::int32_t id[kSlots];
+      if constexpr (kSlots == 1) {  // one slot per lane (slot j in lane j): the form before store_slots
+        if (part < p.topk) {
+          if (padded) store_slot(p, row, part, 0.0f, -1);
+          else store_slot(p, row, part, rm::routing_weight(slot_score[0], denominator, p.route_scale), slot_id[0]);
+        }
+      } else {
+        float w[kSlots];
+        std::int32_t id[kSlots];
 #pragma unroll
-      for (int c = 0; c < kSlots; ++c) {
-        w[c] = padded ? 0.0f : rm::routing_weight(slot_score[c], denominator, p.route_scale);
-        id[c] = padded ? -1 : slot_id[c];
+        for (int c = 0; c < kSlots; ++c) {
+          w[c] = padded ? 0.0f : rm::routing_weight(slot_score[c], denominator, p.route_scale);
+          id[c] = padded ? -1 : slot_id[c];
+        }
+        store_slots<kSlots>(p, row, part * kSlots, w, id);
       }
-      store_slots<kSlots>(p, row, part * kSlots, w, id);
     }
   }
 }
