@@ -184,6 +184,11 @@ bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& 
   return threshold_select_enabled(to_kernel_params(p), options);
 }
 
+bool slot_vector_stores(const RoutingParams& p) {
+  check_launch(p, {});
+  return to_kernel_params(p).slots_vec4;
+}
+
 cudaError_t launch_routing(const RoutingParams& p, cudaStream_t stream, const LaunchOptions& options) {
   check_launch(p, options);
   if (p.num_tokens == 0) return cudaSuccess;

@@ -157,6 +157,13 @@ bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& 
 // not take the call. Host only, like chosen_path.
 bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& options = {});
 
+// Whether the lanes that own whole rows (the row-per-thread path, the
+// filter path's ranking) write `p`'s slots by 16- and 8-byte stores: ids
+// int32, weights and ids contiguous along k, every row's start 16-byte
+// aligned (base and row stride); otherwise one store per slot. Host only,
+// like chosen_path.
+bool slot_vector_stores(const RoutingParams& p);
+
 // Per-dtype entry points, one translation unit each; `pdl` is already
 // resolved against the device.
 cudaError_t launch_routing_fp32(const KernelParams& kp, cudaStream_t stream,

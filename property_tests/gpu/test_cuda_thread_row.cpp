@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "harness/cuda_case.h"
 #include "musespark/errors.h"
@@ -108,6 +110,64 @@ TEST(ThreadRowPath, TakesLargeBatchesByItself) {
     const RoutingCase c(cfg);
     testing::expect_automatic_path(c, "row-per-thread", describe(cfg));
   }
+}
+
+// The lanes that own whole rows (this path, and the filter path's ranking)
+// write a row's slots by vector stores where cuda::slot_vector_stores
+// says; a destination whose rows start 4 bytes past a 16-byte boundary
+// (a [T, k + 4] buffer from its column 1, as an engine's slice would be)
+// must take one store per slot: the same bits, one column to the right,
+// and nothing outside the window written.
+TEST(SlotStores, DestinationsOffsetFromAlignmentTakeScalarStores) {
+  SKIP_WITHOUT_GPU();
+  constexpr int kFilterPath = 7;
+  for (const auto& [path, E] : {std::pair{kThreadRowPath, 64}, std::pair{kFilterPath, 256}})
+    for (std::int64_t k : {4, 8}) {
+      CaseConfig cfg;
+      cfg.experts = E;
+      cfg.topk = k;
+      cfg.tokens = 200;
+      cfg.extra_cols = 4;  // rows of k + 4 slots: 16-byte multiples
+      cfg.padding = harness::PaddingMode::kSparse;
+      cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E + k);
+      const RoutingCase c(cfg);
+      const std::string what = "path " + std::to_string(path) + " " + describe(cfg);
+      const cuda::LaunchOptions options{.force_path = path};
+      const harness::RoutingOutput aligned = harness::run_cuda_case(c, options);
+      EXPECT_TRUE(testing::Passes(harness::compare_output(c, aligned))) << what;
+
+      const harness::CudaCase dev(c);
+      RoutingParams shifted = dev.params();
+      ASSERT_TRUE(cuda::slot_vector_stores(shifted)) << what;
+      shifted.weights += 1;
+      shifted.ids = static_cast<std::int32_t*>(shifted.ids) + 1;
+      shifted.weights_cols -= 1;
+      shifted.ids_cols -= 1;
+      EXPECT_FALSE(cuda::slot_vector_stores(shifted)) << what;
+      ASSERT_EQ(cuda::launch_routing(shifted, nullptr, options), cudaSuccess) << what;
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+      const harness::RoutingOutput got = dev.read_output();
+
+      const std::int64_t cols = c.dest_cols();
+      int mismatches = 0;
+      for (std::int64_t t = 0; t < c.dest_rows(); ++t)
+        for (std::int64_t j = 0; j < cols; ++j) {
+          const std::size_t at = static_cast<std::size_t>(t * cols + j);
+          const bool inside = t < cfg.tokens && j >= 1 && j <= k;
+          std::uint32_t want_bits = harness::kPoisonWeightBits, got_bits;
+          std::int64_t want_id = harness::kPoisonId;
+          if (inside) {
+            std::memcpy(&want_bits, &aligned.weights[at - 1], 4);
+            want_id = aligned.ids[at - 1];
+          }
+          std::memcpy(&got_bits, &got.weights[at], 4);
+          if ((got_bits != want_bits || got.ids[at] != want_id) && ++mismatches <= 5)
+            ADD_FAILURE() << what << ": row " << t << " column " << j << (inside ? " (window)" : " (outside)")
+                          << ": weight bits " << std::hex << got_bits << " id " << std::dec << got.ids[at]
+                          << ", want bits " << std::hex << want_bits << " id " << std::dec << want_id;
+        }
+      EXPECT_EQ(mismatches, 0) << what;
+    }
 }
 
 TEST(ThreadRowPath, ForcedOnAnUnsupportedCallIsAClearError) {
