@@ -56,13 +56,13 @@ TEST(SlotStores, EveryOtherLayoutTakesOneStorePerSlot) {
   EXPECT_FALSE(cuda::slot_vector_stores(p)) << "ids row stride 10";
 
   p = dense_call(8, 8);
-  p.weights_col_stride = 2;  // a strided view along k
-  p.weights_cols = 16;
+  p.weights_col_stride = 2;  // a strided view along k: every other column of [8, 16]
+  p.weights_row_stride = 16;
   EXPECT_FALSE(cuda::slot_vector_stores(p)) << "weights column stride 2";
 
   p = dense_call(8, 8);
   p.ids_col_stride = 2;
-  p.ids_cols = 16;
+  p.ids_row_stride = 16;
   EXPECT_FALSE(cuda::slot_vector_stores(p)) << "ids column stride 2";
 
   p = dense_call(16, 8);
