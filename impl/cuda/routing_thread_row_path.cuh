@@ -78,10 +78,11 @@ struct ThreadRowChunk {
 // the candidate lists, thread-minor, then (kThreadRowBiasShared) the
 // bias. Step 4 reads the bias of its candidates from there: from global
 // memory each such load touches one line per lane of the warp.
-// H200, 16384-65536 rows, with store_slots: k = 4-8 0.66-0.99x the time
-// with it; K = 1 rows list one or two candidates, too few to pay for the
-// copy (1.01-1.04x); the fp32 K = 4 kernel of four lanes per row spilled
-// 12 bytes with the pointer (E = 320 k = 4 1.05-1.24x), so not there.
+// H200, 16384-65536 rows, this and store_slots together: k = 4-8
+// 0.66-0.99x the time; K = 1 rows list one or two candidates, too few to
+// pay for the copy (1.01-1.04x); the fp32 K = 4 kernel of four lanes per
+// row spilled 12 bytes with the pointer (E = 320 k = 4 1.05-1.24x), so
+// not there either.
 template <typename T, int K, int G>
 inline constexpr bool kThreadRowBiasShared = K > 1 && !(sizeof(T) == 4 && K == 4 && G == 4);
 
@@ -405,7 +406,8 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
   uint4* const chunks = reinterpret_cast<uint4*>(thread_row_smem);
   uint4* const lane_halves = chunks + kThreadRowWarps * ThreadRowChunk<T>::kBytesPerWarp / 16;
   uint4* const halves = lane_halves + tid * (E / G / 8 + 1);
-  std::uint16_t* const cand_base = reinterpret_cast<std::uint16_t*>(lane_halves + kThreadRowBlockThreads * (E / G / 8 + 1));
+  std::uint16_t* const cand_base =
+      reinterpret_cast<std::uint16_t*>(lane_halves + kThreadRowBlockThreads * (E / G / 8 + 1));
   std::uint16_t* const cand = cand_base + tid;  // entry i at cand[i * kThreadRowBlockThreads]
   const float* bias_s = p.bias;
   if constexpr (kThreadRowBiasShared<T, K, G>) {
