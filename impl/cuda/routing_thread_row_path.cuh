@@ -390,6 +390,22 @@ __device__ __forceinline__ void merge_lane_lists(int k, std::uint32_t (&top_ord)
   }
 }
 
+// A lane's run of S output slots from slot j0 on, by store_slots: the
+// weights from the scores and the row's denominator, or id -1 and weight 0
+// for a padded row.
+template <int S, typename Id>
+__device__ __forceinline__ void store_scored_slots(const KernelParams& p, std::int64_t row, int j0, bool padded,
+                                                   float denominator, const float (&score)[S], const Id (&expert)[S]) {
+  float w[S];
+  std::int32_t id[S];
+#pragma unroll
+  for (int c = 0; c < S; ++c) {
+    w[c] = padded ? 0.0f : rm::routing_weight(score[c], denominator, p.route_scale);
+    id[c] = padded ? -1 : static_cast<std::int32_t>(expert[c]);
+  }
+  store_slots<S>(p, row, j0, w, id);
+}
+
 // K: the compile-time list length, k <= K; G: lanes per row.
 template <typename T, int K, int G>
 __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kernel(const KernelParams p) {
@@ -482,15 +498,8 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
 #pragma unroll
         for (int j = 0; j < K; ++j)
           if (j < p.topk) selected_sum += top_score[j];
-        const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-        float w[K];
-        std::int32_t id[K];
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-          w[j] = padded ? 0.0f : rm::routing_weight(top_score[j], denominator, p.route_scale);
-          id[j] = padded ? -1 : static_cast<std::int32_t>(top_expert[j]);
-        }
-        store_slots<K>(p, row, 0, w, id);
+        store_scored_slots<K>(p, row, 0, padded, rm::weight_denominator(selected_sum, p.has_eps, p.eps), top_score,
+                              top_expert);
       }
     } else {
       // ---- 5. the row's slots (lane part writes its run of kSlots) ---------
@@ -506,14 +515,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
           else store_slot(p, row, part, rm::routing_weight(slot_score[0], denominator, p.route_scale), slot_id[0]);
         }
       } else {
-        float w[kSlots];
-        std::int32_t id[kSlots];
-#pragma unroll
-        for (int c = 0; c < kSlots; ++c) {
-          w[c] = padded ? 0.0f : rm::routing_weight(slot_score[c], denominator, p.route_scale);
-          id[c] = padded ? -1 : slot_id[c];
-        }
-        store_slots<kSlots>(p, row, part * kSlots, w, id);
+        store_scored_slots<kSlots>(p, row, part * kSlots, padded, denominator, slot_score, slot_id);
       }
     }
   }
