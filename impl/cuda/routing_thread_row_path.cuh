@@ -23,11 +23,12 @@
 // Lane `part` of a row takes the row's chunks part, part + G, part + 2G, ...
 //
 // How a row is selected, exactly:
-//  1. One pass over the logits computes q = p + b for every expert, keeps the
-//     maximum order-preserving key (routing_math ordered_score, NaN lowest)
-//     of each of 16 buckets (bucket = expert index % 16; the G lanes' maxima
-//     are combined by shuffles), and stores the high 16 bits of every key in
-//     the lane's slice of shared memory.
+//  1. One pass over the logits bounds q = p + b for every expert from the
+//     hardware's estimates (KeyBounds below), keeps the maximum
+//     order-preserving key (routing_math ordered_score, NaN lowest) of the
+//     lower bounds in each of 16 buckets (bucket = expert index % 16; the G
+//     lanes' maxima are combined by shuffles), and stores the high 16 bits
+//     of every upper bound's key in the lane's slice of shared memory.
 //  2. tau = the k-th largest bucket maximum. k buckets reach it, so at least
 //     k distinct experts have key >= tau and the top-k all do. When fewer
 //     than k buckets hold a number, tau is 0 and every expert qualifies.
@@ -195,16 +196,6 @@ struct KeyBounds {
   std::uint32_t hi_key; // >= ordered_score(q)
 };
 
-// The exact key, both ways (softmax, whose shares need the row's sum).
-template <typename Score>
-struct ExactKeyBounds {
-  Score score;
-  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
-    const float q = score(xm) + b;
-    return {q, rm::ordered_score(q)};
-  }
-};
-
 // Sigmoid bounds from the hardware approximations, with no division, range
 // reduction or correction: sa = rcp.approx(1 + ex2.approx(-x log2 e)).
 // Error: __expf's relative error is at most (2 + 1.173 |x|) ulp, which
@@ -228,6 +219,30 @@ struct SigmoidKeyBounds {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(sa) : "f"(1.0f + t));
     const float lo = __fadd_rd(__fsub_rd(sa, kSigmoidBound), b);
     const float hi = __fadd_ru(__fadd_ru(sa, kSigmoidBound), b);
+    return {lo, rm::flip_sign_order(__float_as_uint(hi))};
+  }
+};
+
+// Softmax bounds the same way, once the row's maximum mx and sum S are
+// known: pa = ex2.approx(y log2 e) * r, y = x - mx (the exact term's
+// argument, rounded the same), r = rcp.approx(S). Error: the term's
+// estimate ta is within 2^-20 of the exact term t <= 1
+// (kSoftmaxTermEstimateMaxError, every y <= 0 tested); |r S - 1| <= 2^-22
+// (S in [1, E], every such S tested); so |ta r - t / S| <= 2^-20 r + t |r -
+// 1/S| < 2^-20 + 2^-22 + 2^-41, the product rounds by at most 2^-24 and the
+// exact share (softmax_share) is within an ulp, 2^-23, of t / S: |pa - p| <
+// 2^-19, and kSoftmaxBound = 2^-16 leaves a factor of 8. lo and hi follow
+// as for the sigmoid (pa >= 0, so hi >= d > 0 before b). A NaN row (S NaN)
+// gives NaN bounds for every expert, as its q are all NaN; -inf logits give
+// pa = 0, within d of their p = 0.
+struct SoftmaxKeyBounds {
+  static constexpr float kSoftmaxBound = 0x1p-16f;
+  float row_max;
+  float sum_reciprocal;  // rm::reciprocal_estimate of the row's sum
+  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
+    const float pa = rm::softmax_term_estimate(xm - row_max) * sum_reciprocal;
+    const float lo = __fadd_rd(__fsub_rd(pa, kSoftmaxBound), b);
+    const float hi = __fadd_ru(__fadd_ru(pa, kSoftmaxBound), b);
     return {lo, rm::flip_sign_order(__float_as_uint(hi))};
   }
 };
@@ -476,8 +491,9 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       fixed = group_sum_u64<G>(fixed);
       const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
       const auto share = [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
-      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share, ExactKeyBounds<decltype(share)>{share}, halves,
-                                 cand, top_ord, top_expert, top_score);
+      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
+                                 SoftmaxKeyBounds{mx, rm::reciprocal_estimate(sum)}, halves, cand, top_ord, top_expert,
+                                 top_score);
     }
 
     if constexpr (G == 1) {

@@ -9,7 +9,9 @@
 // derived from (routing_filter_path.cuh): sigmoid_estimate within
 // kSigmoidEstimateMaxError of sigmoid on every float (NaN exactly where
 // sigmoid is NaN), reciprocal_estimate within kReciprocalEstimateMaxRelError
-// (relative) on every float in [1, 2^24]. The largest error seen is printed.
+// (relative) on every float in [1, 2^24], and the row-per-thread path's
+// softmax_term_estimate within kSoftmaxTermEstimateMaxError of exp_f32 on
+// every y <= 0 (NaN exactly for NaN). The largest error seen is printed.
 // A failure prints the first mismatches as bit patterns.
 #include <gtest/gtest.h>
 
@@ -104,6 +106,32 @@ __global__ void check_sigmoid_estimate(Mismatches* m, unsigned long long* worst)
   record_error(worst, mine);
 }
 
+// Every y a softmax term is taken of: y = x - row max <= 0 (-inf, both
+// zeros) and NaN, which must stay NaN.
+__global__ void check_softmax_term_estimate(Mismatches* m, unsigned long long* worst, unsigned long long* checked) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  double mine = 0.0;
+  unsigned long long visited = 0;
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(i);
+    const float y = __uint_as_float(bits);
+    if (y > 0.0f) continue;
+    ++visited;
+    const float got = rm::softmax_term_estimate(y), want = rm::exp_f32(y);
+    if (isnan(got) || isnan(want)) {
+      if (isnan(got) != isnan(want)) record(m, bits, __float_as_uint(got), __float_as_uint(want));
+      continue;
+    }
+    const double err = fabs(static_cast<double>(got) - static_cast<double>(want));
+    mine = fmax(mine, err);
+    if (!(err <= static_cast<double>(rm::kSoftmaxTermEstimateMaxError)))
+      record(m, bits, __float_as_uint(got), __float_as_uint(want));
+  }
+  record_error(worst, mine);
+  atomicAdd(checked, visited);
+}
+
 __global__ void check_reciprocal_estimate(Mismatches* m, unsigned long long* worst) {
   constexpr std::uint32_t kFirst = 0x3F800000u, kLast = 0x4B800000u;  // 1 and 2^24
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
@@ -192,6 +220,25 @@ TEST(DeviceRoutingMath, SigmoidEstimateIsWithinItsBoundOnEveryFloat) {
       run_error_check([](Mismatches* d, unsigned long long* w) { check_sigmoid_estimate<<<kBlocks, kThreads>>>(d, w); },
                       worst);
   std::printf("sigmoid_estimate: largest |error| %.3g (2^%.2f), bound 2^-20\n", worst, std::log2(worst));
+  EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
+}
+
+TEST(DeviceRoutingMath, SoftmaxTermEstimateIsWithinItsBoundOnEveryTerm) {
+  SKIP_WITHOUT_GPU();
+  unsigned long long* checked = nullptr;
+  ASSERT_EQ(cudaMalloc(&checked, sizeof *checked), cudaSuccess);
+  ASSERT_EQ(cudaMemset(checked, 0, sizeof *checked), cudaSuccess);
+  double worst = 0.0;
+  const Mismatches m = run_error_check(
+      [checked](Mismatches* d, unsigned long long* w) { check_softmax_term_estimate<<<kBlocks, kThreads>>>(d, w, checked); },
+      worst);
+  unsigned long long n = 0;
+  EXPECT_EQ(cudaMemcpy(&n, checked, sizeof n, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(checked);
+  std::printf("softmax_term_estimate on y <= 0: largest |error| %.3g (2^%.2f), bound 2^-20\n", worst, std::log2(worst));
+  // The 2^31 patterns with the sign bit (negative numbers, -0, -inf and the
+  // negative NaNs), +0 and the 2^23 - 1 positive NaNs.
+  EXPECT_EQ(n, (1ull << 31) + (1ull << 23)) << "the sweep did not cover the range";
   EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
 }
 
