@@ -24,7 +24,8 @@
 //
 // How a row is selected, exactly:
 //  1. One pass over the logits bounds q = p + b for every expert from the
-//     hardware's estimates (KeyBounds below), keeps the maximum
+//     hardware's estimates (KeyBounds below; softmax in the 16-bit kernels
+//     of one lane per row takes the exact shares), keeps the maximum
 //     order-preserving key (routing_math ordered_score, NaN lowest) of the
 //     lower bounds in each of 16 buckets (bucket = expert index % 16; the G
 //     lanes' maxima are combined by shuffles), and stores the high 16 bits
@@ -196,6 +197,17 @@ struct KeyBounds {
   std::uint32_t hi_key; // >= ordered_score(q)
 };
 
+// The exact key, both ways: softmax in the kernels that keep the exact
+// shares in step 1 (kThreadRowSoftmaxEstimates).
+template <typename Score>
+struct ExactKeyBounds {
+  Score score;
+  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
+    const float q = score(xm) + b;
+    return {q, rm::ordered_score(q)};
+  }
+};
+
 // Sigmoid bounds from the hardware approximations, with no division, range
 // reduction or correction: sa = rcp.approx(1 + ex2.approx(-x log2 e)).
 // Error: __expf's relative error is at most (2 + 1.173 |x|) ulp, which
@@ -235,6 +247,17 @@ struct SigmoidKeyBounds {
 // as for the sigmoid (pa >= 0, so hi >= d > 0 before b). A NaN row (S NaN)
 // gives NaN bounds for every expert, as its q are all NaN; -inf logits give
 // pa = 0, within d of their p = 0.
+//
+// Where. H200 A/B against the exact shares (two rounds, T = 16384 / 65536,
+// E = 64-320, k = 1 / 4 / 8): the softmax cells 0.86-0.93x the time but
+// for the 16-bit kernels of one lane per row (E <= 128), where the
+// sigmoid cells of the same kernels took 1.15-1.20x (E = 64, and E = 128
+// k = 1) and bf16 softmax E = 64 1.07-1.13x: ptxas gave those kernels
+// 93-94 registers instead of 109-115, with code the sigmoid runs that
+// changed with it. Those kernels keep the exact shares.
+template <typename T, int G>
+inline constexpr bool kThreadRowSoftmaxEstimates = !(sizeof(T) == 2 && G == 1);
+
 struct SoftmaxKeyBounds {
   static constexpr float kSoftmaxBound = 0x1p-16f;
   float row_max;
@@ -491,9 +514,14 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       fixed = group_sum_u64<G>(fixed);
       const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
       const auto share = [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
-      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
-                                 SoftmaxKeyBounds{mx, rm::reciprocal_estimate(sum)}, halves, cand, top_ord, top_expert,
-                                 top_score);
+      if constexpr (kThreadRowSoftmaxEstimates<T, G>) {
+        thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
+                                   SoftmaxKeyBounds{mx, rm::reciprocal_estimate(sum)}, halves, cand, top_ord,
+                                   top_expert, top_score);
+      } else {
+        thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share, ExactKeyBounds<decltype(share)>{share},
+                                   halves, cand, top_ord, top_expert, top_score);
+      }
     }
 
     if constexpr (G == 1) {
