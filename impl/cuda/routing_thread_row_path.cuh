@@ -208,6 +208,14 @@ struct ExactKeyBounds {
   }
 };
 
+// q's bounds from an estimate within d of p (below): [rd(rd(e - d) + b),
+// ru(ru(e + d) + b)], the upper one as its order-preserving key.
+__device__ __forceinline__ KeyBounds key_bounds_around(float estimate, float d, float b) {
+  const float lo = __fadd_rd(__fsub_rd(estimate, d), b);
+  const float hi = __fadd_ru(__fadd_ru(estimate, d), b);
+  return {lo, rm::flip_sign_order(__float_as_uint(hi))};
+}
+
 // Sigmoid bounds from the hardware approximations, with no division, range
 // reduction or correction: sa = rcp.approx(1 + ex2.approx(-x log2 e)).
 // Error: __expf's relative error is at most (2 + 1.173 |x|) ulp, which
@@ -229,9 +237,7 @@ struct SigmoidKeyBounds {
     const float t = __expf(-xm);
     float sa;
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(sa) : "f"(1.0f + t));
-    const float lo = __fadd_rd(__fsub_rd(sa, kSigmoidBound), b);
-    const float hi = __fadd_ru(__fadd_ru(sa, kSigmoidBound), b);
-    return {lo, rm::flip_sign_order(__float_as_uint(hi))};
+    return key_bounds_around(sa, kSigmoidBound, b);
   }
 };
 
@@ -263,10 +269,7 @@ struct SoftmaxKeyBounds {
   float row_max;
   float sum_reciprocal;  // rm::reciprocal_estimate of the row's sum
   __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
-    const float pa = rm::softmax_term_estimate(xm - row_max) * sum_reciprocal;
-    const float lo = __fadd_rd(__fsub_rd(pa, kSoftmaxBound), b);
-    const float hi = __fadd_ru(__fadd_ru(pa, kSoftmaxBound), b);
-    return {lo, rm::flip_sign_order(__float_as_uint(hi))};
+    return key_bounds_around(rm::softmax_term_estimate(xm - row_max) * sum_reciprocal, kSoftmaxBound, b);
   }
 };
 
