@@ -86,6 +86,18 @@ __device__ void record_error(unsigned long long* worst, double err) {
   atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(err)));
 }
 
+// An estimate against the exact value: NaN exactly where it is NaN, else
+// within `bound` (the largest error so far kept in `seen`).
+__device__ void check_estimate(Mismatches* m, std::uint32_t input, float got, float want, float bound, double& seen) {
+  if (isnan(got) || isnan(want)) {
+    if (isnan(got) != isnan(want)) record(m, input, __float_as_uint(got), __float_as_uint(want));
+    return;
+  }
+  const double err = fabs(static_cast<double>(got) - static_cast<double>(want));
+  seen = fmax(seen, err);
+  if (!(err <= static_cast<double>(bound))) record(m, input, __float_as_uint(got), __float_as_uint(want));
+}
+
 __global__ void check_sigmoid_estimate(Mismatches* m, unsigned long long* worst) {
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   double mine = 0.0;
@@ -93,15 +105,7 @@ __global__ void check_sigmoid_estimate(Mismatches* m, unsigned long long* worst)
        i += stride) {
     const std::uint32_t bits = static_cast<std::uint32_t>(i);
     const float x = __uint_as_float(bits);
-    const float got = rm::sigmoid_estimate(x), want = rm::sigmoid(x);
-    if (isnan(got) || isnan(want)) {
-      if (isnan(got) != isnan(want)) record(m, bits, __float_as_uint(got), __float_as_uint(want));
-      continue;
-    }
-    const double err = fabs(static_cast<double>(got) - static_cast<double>(want));
-    mine = fmax(mine, err);
-    if (!(err <= static_cast<double>(rm::kSigmoidEstimateMaxError)))
-      record(m, bits, __float_as_uint(got), __float_as_uint(want));
+    check_estimate(m, bits, rm::sigmoid_estimate(x), rm::sigmoid(x), rm::kSigmoidEstimateMaxError, mine);
   }
   record_error(worst, mine);
 }
@@ -118,15 +122,7 @@ __global__ void check_softmax_term_estimate(Mismatches* m, unsigned long long* w
     const float y = __uint_as_float(bits);
     if (y > 0.0f) continue;
     ++visited;
-    const float got = rm::softmax_term_estimate(y), want = rm::exp_f32(y);
-    if (isnan(got) || isnan(want)) {
-      if (isnan(got) != isnan(want)) record(m, bits, __float_as_uint(got), __float_as_uint(want));
-      continue;
-    }
-    const double err = fabs(static_cast<double>(got) - static_cast<double>(want));
-    mine = fmax(mine, err);
-    if (!(err <= static_cast<double>(rm::kSoftmaxTermEstimateMaxError)))
-      record(m, bits, __float_as_uint(got), __float_as_uint(want));
+    check_estimate(m, bits, rm::softmax_term_estimate(y), rm::exp_f32(y), rm::kSoftmaxTermEstimateMaxError, mine);
   }
   record_error(worst, mine);
   atomicAdd(checked, visited);
