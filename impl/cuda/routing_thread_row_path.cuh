@@ -253,17 +253,6 @@ struct SigmoidKeyBounds {
 // as for the sigmoid (pa >= 0, so hi >= d > 0 before b). A NaN row (S NaN)
 // gives NaN bounds for every expert, as its q are all NaN; -inf logits give
 // pa = 0, within d of their p = 0.
-//
-// Where. H200 A/B against the exact shares (two rounds, T = 16384 / 65536,
-// E = 64-320, k = 1 / 4 / 8): the softmax cells 0.86-0.93x the time but
-// for the 16-bit kernels of one lane per row (E <= 128), where the
-// sigmoid cells of the same kernels took 1.15-1.20x (E = 64, and E = 128
-// k = 1) and bf16 softmax E = 64 1.07-1.13x: ptxas gave those kernels
-// 93-94 registers instead of 109-115, with code the sigmoid runs that
-// changed with it. Those kernels keep the exact shares.
-template <typename T, int G>
-inline constexpr bool kThreadRowSoftmaxEstimates = !(sizeof(T) == 2 && G == 1);
-
 struct SoftmaxKeyBounds {
   static constexpr float kSoftmaxBound = 0x1p-16f;
   float row_max;
@@ -272,6 +261,16 @@ struct SoftmaxKeyBounds {
     return key_bounds_around(rm::softmax_term_estimate(xm - row_max) * sum_reciprocal, kSoftmaxBound, b);
   }
 };
+
+// Which kernels take SoftmaxKeyBounds. H200 A/B against the exact shares
+// (two rounds, T = 16384 / 65536, E = 64-320, k = 1 / 4 / 8): the softmax
+// cells 0.86-0.93x the time but for the 16-bit kernels of one lane per row
+// (E <= 128), where the sigmoid cells of the same kernels took 1.15-1.20x
+// (E = 64, and E = 128 k = 1) and bf16 softmax E = 64 1.07-1.13x: ptxas
+// gave those kernels 93-94 registers instead of 109-115, with code the
+// sigmoid runs that changed with it. Those kernels keep the exact shares.
+template <typename T, int G>
+inline constexpr bool kThreadRowSoftmaxEstimates = !(sizeof(T) == 2 && G == 1);
 
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
 // to p, `bounds` gives step 1's keys (above). Instantiated once per
