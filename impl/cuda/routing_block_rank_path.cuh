@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
   __shared__ std::uint32_t warp_nan[W];
   __shared__ std::uint64_t warp_sum[W];
 
-  pdl_enter(p.trigger_first);
+  pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
   const int kc = k < 32 ? k : 32;  // entries each warp lists
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row == blockIdx.x) pdl_wait_then_trigger(p.trigger_first);
     const BlockRowInputs in = block_row_load<T>(p, row, expert);  // before the padding flag (above)
     if (row_is_padded(p, row)) {  // the whole block takes this branch
       if (expert < k) store_slot(p, row, expert, 0.0f, -1);

@@ -55,10 +55,34 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // 5-33% slower (the next grid's blocks then take SM resources while this
 // one runs), so the launch asks for it on small grids only
 // (kTriggerFirstMaxWarps).
-__device__ __forceinline__ void pdl_enter(bool trigger_first) {
+//
+// The decode kernels (register, split-row, block-rank, block-threshold
+// paths) enter in two halves instead: pdl_trigger_early at the start and
+// pdl_wait_then_trigger as the first statement of the row loop's first
+// iteration. The wait is then inside the loop, so the compiler hoists the
+// row-invariant setup (thread and warp indices, shared-memory addresses,
+// parameter reads, address arithmetic) into the loop's preheader, above
+// the wait, where it runs while the previous grid finishes; with the wait
+// first, all of it followed the wait (PTX of the fp32 block-rank kernel,
+// W = 4: 7 instructions before griddepcontrol.wait, 90 after the move).
+// No global load or store can move above it: the wait's asm is volatile
+// and clobbers memory, and scripts/check_pdl_wait_order.py checks the PTX
+// of every kernel for it (ctest pdl_wait_order). H200, against the wait
+// first, T = 1-1024, E = 8-512, k = 1 / 4 / 8, both dtypes and
+// normalizations, two rounds: 0.901x / 0.888x the time over 240 cells,
+// 215 / 225 faster by > 3%, none slower (docs/performance.md).
+__device__ __forceinline__ void pdl_trigger_early(bool trigger_first) {
   if (trigger_first) pdl_launch_dependents();
+}
+
+__device__ __forceinline__ void pdl_wait_then_trigger(bool trigger_first) {
   pdl_wait();
   if (!trigger_first) pdl_launch_dependents();
+}
+
+__device__ __forceinline__ void pdl_enter(bool trigger_first) {
+  pdl_trigger_early(trigger_first);
+  pdl_wait_then_trigger(trigger_first);
 }
 
 // Grids of up to this many warps trigger their dependents before the PDL

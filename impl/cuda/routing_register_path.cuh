@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
   constexpr int kSlotsPerLane = (kMaxK + G - 1) / G;            // output slot j lives in lane j % G
   constexpr int kBiasVec = V < 4 ? V : 4;                       // floats per bias load
 
-  pdl_enter(p.trigger_first);
+  pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 
   const int lane = threadIdx.x % G;
   const int E = p.num_experts;
@@ -206,6 +206,7 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
 
   for (std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock; base < p.num_tokens;
        base += static_cast<std::int64_t>(gridDim.x) * kRowsPerBlock) {
+    if (base == static_cast<std::int64_t>(blockIdx.x) * kRowsPerBlock) pdl_wait_then_trigger(p.trigger_first);
     const std::int64_t row = base + threadIdx.x / G;
     const bool in_range = row < p.num_tokens;
     const bool padded = in_range && row_is_padded(p, row);

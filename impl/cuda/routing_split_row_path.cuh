@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   __shared__ float ranked_score[32];
   __shared__ uint4 winner[W];  // k = 1, W <= 4: warp w's best (ord, expert, score bits)
 
-  pdl_enter(p.trigger_first);
+  pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   auto expert_of = [lane, warp](int i) { return warp * S + ((i / V) * 32 + lane) * V + i % V; };
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row == blockIdx.x) pdl_wait_then_trigger(p.trigger_first);
     if (row_is_padded(p, row)) {  // the whole block takes this branch
       for (int j = threadIdx.x; j < p.topk; j += 32 * W) store_slot(p, row, j, 0.0f, -1);
       continue;
