@@ -64,7 +64,7 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // parameter reads, address arithmetic) into the loop's preheader, above
 // the wait, where it runs while the previous grid finishes; with the wait
 // first, all of it followed the wait (PTX of the fp32 block-rank kernel,
-// W = 4: 7 instructions before griddepcontrol.wait, 90 after the move).
+// W = 4, softmax: 7 instructions before griddepcontrol.wait, 91 after the move).
 // No global load or store can move above it: the wait's asm is volatile
 // and clobbers memory, and scripts/check_pdl_wait_order.py checks the PTX
 // of every kernel for it (ctest pdl_wait_order). H200, against the wait
