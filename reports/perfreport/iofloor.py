@@ -56,7 +56,37 @@ def summarize(rows, anchor_cells=None, upstream="seed-triton"):
     return table, speedups
 
 
-def format_floors(table, speedups, launch_floor_us=None):
+def grid_bound(cells, floor_cells, anchor_cells, copy_gbps, launch_floor_us, impl="cuda", max_tokens=1024,
+               upstream="seed-triton"):
+    """The geomean speedup over upstream on every cell of the run that the anchor has, now and were every
+    cell at its floor: the io floor up to max_tokens rows, above them the larger of the copy floor (bytes
+    over the run's device-to-device copy bandwidth) and the launch floor. What the speed issue's geomean
+    target asks for can be set against the second figure: a router near it only reads, writes and launches.
+    None when a cell has no floor (no io floor cell, or no copy bandwidth in the run's context)."""
+    now, at_floor = [], []
+    for key, c in sorted(cells.items()):
+        if key[0] != impl:
+            continue
+        up = anchor_cells.get((upstream,) + key[1:])
+        if up is None:
+            continue
+        if key[1] <= max_tokens:
+            f = floor_cells.get(floor_key(key[1:]))
+            if f is None:
+                return None
+            floor_us = f.median_us
+        else:
+            if not copy_gbps or c.bytes_per_call <= 0:
+                return None
+            floor_us = max(c.bytes_per_call / (copy_gbps * 1e3), launch_floor_us or 0.0)
+        now.append(up.median_us / c.median_us)
+        at_floor.append(up.median_us / floor_us)
+    if not now:
+        return None
+    return {"cells": len(now), "now": geomean(now), "at_floor": geomean(at_floor), "max_tokens": max_tokens}
+
+
+def format_floors(table, speedups, launch_floor_us=None, bound=None):
     out = ["| tokens | experts | io floor (us) | cell time above it (us) | cells |", "|---|---|---|---|---|"]
     for r in table:
         out.append(f"| {r['tokens']} | {r['experts']} | {r['floor_min']:.2f}-{r['floor_max']:.2f} | "
@@ -66,12 +96,20 @@ def format_floors(table, speedups, launch_floor_us=None):
     if speedups:
         out.append(f"speedup over upstream on these {speedups['cells']} cells: {speedups['now']:.2f}x geomean now, "
                    f"{speedups['at_io_floor']:.2f}x if every cell ran at its io floor")
+    if bound:
+        out.append(f"over all {bound['cells']} cells of the run: {bound['now']:.2f}x geomean now, "
+                   f"{bound['at_floor']:.2f}x were every cell at its floor (the io floor up to {bound['max_tokens']} "
+                   "rows, above them the larger of the copy floor and the launch floor)")
     return "\n".join(out)
 
 
-def floors_table(cells, floor_path, anchor_cells=None, impl="cuda", max_tokens=1024):
+def floors_table(cells, floor_path, anchor_cells=None, impl="cuda", max_tokens=1024, copy_gbps=None):
     """The table of format_floors for `cells` against the io floor run in floor_path (ValueError when no cell
-    has an io floor there)."""
+    has an io floor there); with the anchor and the run's copy bandwidth, the whole grid's bound too."""
     floor_context, floor_cells = load_benchmark_json(floor_path)
     table, speedups = summarize(io_floor_rows(cells, floor_cells, impl, max_tokens), anchor_cells)
-    return format_floors(table, speedups, floor_context.get("launch_floor_us"))
+    launch_floor_us = floor_context.get("launch_floor_us")
+    bound = None
+    if anchor_cells and copy_gbps:
+        bound = grid_bound(cells, floor_cells, anchor_cells, copy_gbps, float(launch_floor_us or 0), impl, max_tokens)
+    return format_floors(table, speedups, launch_floor_us, bound)

@@ -213,6 +213,8 @@ class RenderTest(unittest.TestCase):
             self.assertNotIn("| 65536 |", r.stdout)  # past --max-tokens
             # speedups 2.0 and 1.2 now (geomean 1.55), 3.0 and 3.0 at the floors
             self.assertIn("these 2 cells: 1.55x geomean now, 3.00x if every cell ran at its io floor", r.stdout)
+            # Without an anchor cell past 1024 rows, the whole grid is those two cells.
+            self.assertIn("over all 2 cells of the run: 1.55x geomean now, 3.00x were every cell at its floor", r.stdout)
             r = call("floors", run, run)
             self.assertEqual(r.returncode, 2)
             self.assertIn("no cell of 'cuda' up to 1024 tokens has an io floor", r.stderr)
@@ -225,6 +227,36 @@ class RenderTest(unittest.TestCase):
             self.assertIn("## The cells against their io floors", md)
             self.assertIn("| 1 | 256 | 1.00-1.00 | 1.50-1.50 | 1 |", md)
             self.assertNotIn("io-floor |", md)  # not an implementation of the speedup tables
+
+    def test_floors_bound_the_whole_grid_with_the_copy_and_launch_floors_past_the_io_floors(self):
+        with tempfile.TemporaryDirectory() as d:
+            run, floor = os.path.join(d, "run.json"), os.path.join(d, "floor.json")
+            # 65536 x 64 fp32, k = 8: 20,971,776 bytes; at run_json's 3000 GB/s the copy floor is 6.99 us.
+            # 1 x 8, k = 1: 72 bytes, below the launch floor of 0.5 us.
+            run_json(run, {("cuda", 1, 64, 8): 1.5, ("cuda", 65536, 64, 8): 14.16, ("cuda", 2048, 8, 1): 1.0})
+            run_json(floor, {("io-floor", 1, 64, 8): 1.0})
+            with open(floor) as f:
+                doc = json.load(f)
+            doc["context"]["launch_floor_us"] = "0.5"
+            with open(floor, "w") as f:
+                json.dump(doc, f)
+            anchor = os.path.join(d, "a.csv")
+            with open(anchor, "w") as f:
+                f.write("logits_dtype,normalization,experts,topk,tokens,seed_triton_us,torch_eager_us,dram_floor_us\n")
+                f.write("float32,sigmoid,64,8,1,3.0,17.1,0.00\nfloat32,sigmoid,64,8,65536,28.32,99.0,0.00\n"
+                        "float32,sigmoid,8,1,2048,1.0,9.0,0.00\n")
+            r = call("floors", run, floor, "--anchor", anchor)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            # now: 2.0, 2.0, 1.0 (geomean 1.587); at the floors: 3.0 (io), 28.32 / 6.99 = 4.05 (copy),
+            # 1.0 / max(copy 0.0002 us, launch 0.5 us) = 2.0 (launch): geomean 2.897
+            self.assertIn("over all 3 cells of the run: 1.59x geomean now, 2.90x were every cell at its floor", r.stdout)
+            # A cell up to 1024 rows without an io floor: no bound, rather than one over fewer cells.
+            run_json(run, {("cuda", 1, 64, 8): 1.5, ("cuda", 16, 64, 8): 1.6})
+            with open(anchor, "a") as f:
+                f.write("float32,sigmoid,64,8,16,3.0,17.1,0.00\n")
+            r = call("floors", run, floor, "--anchor", anchor)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("cells of the run", r.stdout)
 
     def test_kernels_reads_code_size_registers_and_shared_memory_of_a_cubin(self):
         with tempfile.TemporaryDirectory() as d:
