@@ -85,9 +85,8 @@ def main(argv):
         a = ap.parse_args(argv[1:])
         context, cells = load.load_benchmark_json(a.run)
         anchor_cells = load.load_anchor_csv(a.anchor)[0] if a.anchor else None
-        copy_gbps = float(context.get("d2d_copy_gbps", 0) or 0)
         try:
-            print(iofloor.floors_table(cells, a.io_floor, anchor_cells, a.impl, a.max_tokens, copy_gbps))
+            print(iofloor.floors_table(cells, a.io_floor, anchor_cells, a.impl, a.max_tokens, load.copy_gbps(context)))
         except ValueError as e:
             print(f"floors: {e}", file=sys.stderr)
             return 2
@@ -153,8 +152,7 @@ def main(argv):
     extra = None
     if a.io_floor:
         try:
-            table = iofloor.floors_table(cells, a.io_floor, anchor_cells,
-                                         copy_gbps=float(context.get("d2d_copy_gbps", 0) or 0))
+            table = iofloor.floors_table(cells, a.io_floor, anchor_cells, copy_gbps=load.copy_gbps(context))
         except ValueError as e:
             print(f"report: {e}", file=sys.stderr)
             return 2

@@ -78,7 +78,7 @@ def grid_bound(cells, floor_cells, anchor_cells, copy_gbps, launch_floor_us, imp
         else:
             if not copy_gbps or c.bytes_per_call <= 0:
                 return None
-            floor_us = max(c.bytes_per_call / (copy_gbps * 1e3), launch_floor_us or 0.0)
+            floor_us = max(c.bytes_per_call / (copy_gbps * 1e3), float(launch_floor_us or 0))
         now.append(up.median_us / c.median_us)
         at_floor.append(up.median_us / floor_us)
     if not now:
@@ -111,5 +111,5 @@ def floors_table(cells, floor_path, anchor_cells=None, impl="cuda", max_tokens=1
     launch_floor_us = floor_context.get("launch_floor_us")
     bound = None
     if anchor_cells and copy_gbps:
-        bound = grid_bound(cells, floor_cells, anchor_cells, copy_gbps, float(launch_floor_us or 0), impl, max_tokens)
+        bound = grid_bound(cells, floor_cells, anchor_cells, copy_gbps, launch_floor_us, impl, max_tokens)
     return format_floors(table, speedups, launch_floor_us, bound)

@@ -75,6 +75,11 @@ def load_benchmark_json(path):
     return doc.get("context", {}), cells
 
 
+def copy_gbps(context):
+    """The run's device-to-device copy bandwidth (GB/s, read + write) from its context; 0 when it has none."""
+    return float(context.get("d2d_copy_gbps", 0) or 0)
+
+
 def load_anchor_csv(path):
     """The anchor CSV as cells of two implementations, seed-triton and torch-eager (anchor)."""
     cells, floors = {}, {}

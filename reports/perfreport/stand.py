@@ -3,6 +3,7 @@ the anchor's upstream kernel per tokens value, the cells slower than it,
 decode times against a per-call target, large batches as a share of the
 copy floor, and the speedup over the torch recipe run in the same process.
 docs/performance.md's stand table is this output."""
+from . import load
 from .render import geomean
 
 SLOW_MARGIN = 0.97  # "slower by more than 3%": speedup below this
@@ -11,7 +12,7 @@ SLOW_MARGIN = 0.97  # "slower by more than 3%": speedup below this
 def stand(cells, anchor_cells, context, impl="cuda", upstream="seed-triton", recipe="torch-recipe",
           decode_max_tokens=128, decode_target_us=2.0, large_tokens=65536, large_min_experts=64):
     """A dict of the figures; `cells` from load_benchmark_json, `anchor_cells` from load_anchor_csv."""
-    copy_gbps = float(context.get("d2d_copy_gbps", 0) or 0)
+    copy_gbps = load.copy_gbps(context)
     mine = {k[1:]: c for k, c in cells.items() if k[0] == impl}
     if not mine:
         raise ValueError(f"the run has no cells of implementation {impl!r}")
