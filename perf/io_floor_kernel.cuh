@@ -17,14 +17,20 @@ constexpr int kIoFloorWarps = 8;  // rows per block, as the register path's warp
 // folded into one word by a warp reduction (so no load can be dropped),
 // that word written to the row's k weight slots and j to id slot j.
 // Rows must be contiguous and a multiple of 16 bytes (io_floor_unsupported).
-// PDL as the router's launches (trigger_first_for).
+// PDL as the router's launches (trigger_first_for), and entered as its
+// decode kernels are: the wait is the first statement of the row loop's
+// first iteration, so the row-invariant setup runs before it, while the
+// previous grid finishes (routing_kernel_common.cuh, pdl_trigger_early).
+// A floor launched less favourably than the kernels it bounds would not be
+// a floor.
 __global__ void io_floor_kernel(const unsigned char* logits, std::int64_t rows, std::int64_t row_bytes, int k,
                                 float* weights, std::int32_t* ids, bool trigger_first) {
-  cuda::pdl_enter(trigger_first);
+  cuda::pdl_trigger_early(trigger_first);
   const int lane = threadIdx.x % 32;
   const std::int64_t chunks = row_bytes / 16;
-  for (std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kIoFloorWarps + threadIdx.x / 32; row < rows;
-       row += static_cast<std::int64_t>(gridDim.x) * kIoFloorWarps) {
+  const std::int64_t first_row = static_cast<std::int64_t>(blockIdx.x) * kIoFloorWarps + threadIdx.x / 32;
+  for (std::int64_t row = first_row; row < rows; row += static_cast<std::int64_t>(gridDim.x) * kIoFloorWarps) {
+    if (row == first_row) cuda::pdl_wait_then_trigger(trigger_first);
     const uint4* src = reinterpret_cast<const uint4*>(logits + row * row_bytes);
     unsigned folded = 0;
     for (std::int64_t c = lane; c < chunks; c += 32) {
