@@ -302,7 +302,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
   __shared__ FilterScratch scratch[kFilterWarps];
   __shared__ Ring rings[kFilterWarps];
 
-  pdl_enter(p.trigger_first);
+  pdl_trigger_early(p.trigger_first);  // the wait: before the first global read (pdl_trigger_early)
 
   const int lane = threadIdx.x % 32;
   FilterScratch& sc = scratch[threadIdx.x / 32];
@@ -316,6 +316,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
   for (int i = 0; i < P; ++i) valid[i] = kFull || expert_of(i) < p.num_experts;
 
   // The bias and the margin, once per warp.
+  pdl_wait_then_trigger(p.trigger_first);
   float b[P];
 #pragma unroll
   for (int c = 0; c < P / kBiasVec; ++c) {

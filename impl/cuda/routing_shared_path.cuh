@@ -77,11 +77,12 @@ __global__ void __launch_bounds__(kBlockThreads) route_shared_kernel(const Kerne
   float* s = reinterpret_cast<float*>(key + p.num_experts);               // [E]
   __shared__ BlockScratch sc;
 
-  pdl_enter(p.trigger_first);
+  pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
   const int E = p.num_experts;
   const int tid = threadIdx.x;
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row == blockIdx.x) pdl_wait_then_trigger(p.trigger_first);
     if (row_is_padded(p, row)) {
       for (int j = tid; j < p.topk; j += kBlockThreads) store_slot(p, row, j, 0.0f, -1);
       continue;

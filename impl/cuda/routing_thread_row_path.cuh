@@ -454,7 +454,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
   constexpr int kSlots = (K + G - 1) / G;  // output slots per lane
   extern __shared__ __align__(16) unsigned char thread_row_smem[];
 
-  pdl_enter(p.trigger_first);
+  pdl_trigger_early(p.trigger_first);  // the wait: before the first global read (pdl_trigger_early)
 
   const int E = p.num_experts;
   const int tid = static_cast<int>(threadIdx.x);
@@ -467,6 +467,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
   std::uint16_t* const cand = cand_base + tid;  // entry i at cand[i * kThreadRowBlockThreads]
   const float* bias_s = p.bias;
   if constexpr (kThreadRowBiasShared<T, K, G>) {
+    pdl_wait_then_trigger(p.trigger_first);  // the bias is read here, before the row loop
     float* const shared_bias = reinterpret_cast<float*>(cand_base + kThreadRowCandidates * kThreadRowBlockThreads);
     for (int e = tid; e < E; e += kThreadRowBlockThreads) shared_bias[e] = p.bias[e];
     __syncthreads();
@@ -475,8 +476,11 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
 
   // Warp-uniform loop over tiles of 32 / G rows: the stream and the merge
   // need every lane.
-  for (std::int64_t row0 = (static_cast<std::int64_t>(blockIdx.x) * kThreadRowWarps + warp) * kRowsPerWarp;
-       row0 < p.num_tokens; row0 += static_cast<std::int64_t>(gridDim.x) * kThreadRowWarps * kRowsPerWarp) {
+  const std::int64_t first_row0 = (static_cast<std::int64_t>(blockIdx.x) * kThreadRowWarps + warp) * kRowsPerWarp;
+  for (std::int64_t row0 = first_row0; row0 < p.num_tokens;
+       row0 += static_cast<std::int64_t>(gridDim.x) * kThreadRowWarps * kRowsPerWarp) {
+    if constexpr (!kThreadRowBiasShared<T, K, G>)
+      if (row0 == first_row0) pdl_wait_then_trigger(p.trigger_first);
     const std::int64_t row = row0 + lane / G;
     const bool in_range = row < p.num_tokens;
     const bool padded = in_range && row_is_padded(p, row);
