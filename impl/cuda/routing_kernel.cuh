@@ -70,7 +70,7 @@ struct KernelParams {
   bool estimate_select;        // launch only: k <= 8 from estimated scores on full G = 32 tiers (off for forced rounds)
   std::int32_t filter_rows;    // filter path: rows per warp task (1-32), set by its launch
   bool slots_vec4;             // weights and int32 ids contiguous along k, every row 16-byte aligned
-  bool trigger_first;          // launch only: PDL trigger before the wait (pdl_enter), set by launch_kernel
+  bool trigger_first;          // launch only: PDL trigger before the wait (pdl_trigger_early), set by launch_kernel
 };
 
 struct LaunchOptions {

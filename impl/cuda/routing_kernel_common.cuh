@@ -56,9 +56,10 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // one runs), so the launch asks for it on small grids only
 // (kTriggerFirstMaxWarps).
 //
-// The decode kernels (register, split-row, block-rank, block-threshold
-// paths) enter in two halves instead: pdl_trigger_early at the start and
-// pdl_wait_then_trigger as the first statement of the row loop's first
+// Every router kernel enters in two halves instead: pdl_trigger_early at
+// the start and pdl_wait_then_trigger just before its first global read,
+// which in the decode kernels (register, split-row, block-rank,
+// block-threshold paths) is the first statement of the row loop's first
 // iteration. The wait is then inside the loop, so the compiler hoists the
 // row-invariant setup (thread and warp indices, shared-memory addresses,
 // parameter reads, address arithmetic) into the loop's preheader, above
@@ -70,7 +71,11 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // of every kernel for it (ctest pdl_wait_order). H200, against the wait
 // first, T = 1-1024, E = 8-512, k = 1 / 4 / 8, both dtypes and
 // normalizations, two rounds: 0.901x / 0.888x the time over 240 cells,
-// 215 / 225 faster by > 3%, none slower (docs/performance.md).
+// 215 / 225 faster by > 3%, none slower (docs/performance.md). The
+// large-batch kernels (row-per-thread, filter, shared) read the bias
+// before their loop or set up little, and measured 0.996-0.999x for the
+// same move (T = 8192 and 65536, two rounds, no cell past 3%): kept so
+// that every kernel enters alike.
 __device__ __forceinline__ void pdl_trigger_early(bool trigger_first) {
   if (trigger_first) pdl_launch_dependents();
 }
@@ -80,6 +85,8 @@ __device__ __forceinline__ void pdl_wait_then_trigger(bool trigger_first) {
   if (!trigger_first) pdl_launch_dependents();
 }
 
+// Both halves at once: for a kernel with no setup to run before the wait
+// (perf's launch floor kernel).
 __device__ __forceinline__ void pdl_enter(bool trigger_first) {
   pdl_trigger_early(trigger_first);
   pdl_wait_then_trigger(trigger_first);
