@@ -1,7 +1,9 @@
 // Block-threshold path of the router kernel, for few rows, E <= 512
 // (block_threshold_preferred in routing_tier_table.cuh says where it
 // runs): one block of W = E / 32 warps (rounded up) owns a row, one expert
-// per thread, as in the block-rank path, but no warp ranks its experts.
+// per thread, as in the block-rank path, but no warp ranks its experts
+// (for E in (384, 512], mostly, 8 warps of two experts per thread:
+// route_block_threshold_pair_kernel below).
 // The block-rank path's per-warp ranking (32 shuffles in each of W warps)
 // is what made it lose at E = 512, where 16 warps share four schedulers;
 // here each warp contributes one reduction:
@@ -42,6 +44,43 @@
 #include "routing_block_rank_path.cuh"  // block_rank_key, kBlockRankMaxWarps
 
 namespace musespark::cuda {
+
+// Steps 5 and 6 of the block-threshold kernels, after the barrier that
+// completes the n candidates. Candidate c's rank among the n is its slot
+// when below k: the row has at least k experts (k <= E) and all of the
+// top k are candidates, so every slot is written. kPerThread: the
+// candidates a thread may hold (its experts), so that with more than 32
+// every thread ranks its own share.
+template <int kThreads, int kPerThread>
+__device__ __forceinline__ void block_threshold_rank_and_store(const KernelParams& p, std::int64_t row, int k, int n,
+                                                               int warp, int lane, int tid,
+                                                               const std::uint64_t* cand_key, const float* cand_score,
+                                                               std::int32_t* slot_expert, float* slot_score) {
+  auto write_slot = [&](int j) { store_block_row_slot(p, row, j, k, slot_expert, slot_score); };
+  auto rank_candidate = [&](int c) {
+    const std::uint64_t mine = cand_key[c];
+    int above = 0;
+#pragma unroll 4
+    for (int j = 0; j < n; ++j) above += cand_key[j] > mine ? 1 : 0;
+    if (above < k) {
+      slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine));
+      slot_score[above] = cand_score[c];
+    }
+  };
+  if (n <= 32) {  // block-uniform; the usual case: no further block barrier
+    if (warp == 0) {
+      if (lane < n) rank_candidate(lane);
+      __syncwarp();
+      if (lane < k) write_slot(lane);
+    }
+  } else {  // many candidates (k > W, mass ties): every thread ranks its share
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i)
+      if (tid + i * kThreads < n) rank_candidate(tid + i * kThreads);
+    __syncthreads();
+    if (tid < k) write_slot(tid);
+  }
+}
 
 template <typename T, int W, bool kSoftmax>
 __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const KernelParams p) {
@@ -98,33 +137,101 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     __syncthreads();
     const int n = cand_count;
 
-    auto write_slot = [&](int j) { store_block_row_slot(p, row, j, k, slot_expert, slot_score); };
-    // Candidate c's rank among the n: its slot when below k. The row has at
-    // least k experts (k <= E) and all of the top k are candidates, so every
-    // slot is written.
-    auto rank_candidate = [&](int c) {
-      const std::uint64_t mine = cand_key[c];
-      int above = 0;
-#pragma unroll 4
-      for (int j = 0; j < n; ++j) above += cand_key[j] > mine ? 1 : 0;
-      if (above < k) {
-        slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine));
-        slot_score[above] = cand_score[c];
-      }
-    };
+    block_threshold_rank_and_store<32 * W, 1>(p, row, k, n, warp, lane, expert, cand_key, cand_score, slot_expert,
+                                              slot_score);
+    if (row + gridDim.x < p.num_tokens) __syncthreads();  // shared memory is reused by the next row
+  }
+}
 
-    // ---- 5 and 6 -------------------------------------------------------------------
-    if (n <= 32) {  // block-uniform; the usual case: no further block barrier
-      if (warp == 0) {
-        if (lane < n) rank_candidate(lane);
-        __syncwarp();
-        if (lane < k) write_slot(lane);
-      }
-    } else {  // many candidates (k > W, mass ties): every thread ranks one
-      if (static_cast<int>(threadIdx.x) < n) rank_candidate(threadIdx.x);
-      __syncthreads();
-      if (expert < k) write_slot(expert);
+// The block-threshold path with two experts per thread, for E in (384,
+// 512]: 8 warps instead of 16, whose instructions four schedulers share.
+// Thread t holds experts t and t + 256 (each of the two loads of a warp
+// one coalesced run), and step 3's groups are the warps' 64 experts; with
+// k <= 8 groups every step above holds as written. Kept apart from the
+// kernel above rather than a template parameter of it: the shared form
+// made that kernel's rows 1-5% slower at E = 256 (H200, A/B, two rounds)
+// without a line of its path changing.
+template <typename T, bool kSoftmax>
+__global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const KernelParams p) {
+  constexpr int W = 8, P = 2, kThreads = 32 * W;
+  static_assert(kThreads >= kMaxTopK, "a thread per output slot");
+  __shared__ std::uint64_t cand_key[kThreads * P];  // step 4's candidates, in arrival order
+  __shared__ float cand_score[kThreads * P];
+  __shared__ alignas(16) std::uint32_t warp_best[W];
+  __shared__ int cand_count;
+  __shared__ std::int32_t slot_expert[kMaxTopK];
+  __shared__ float slot_score[kMaxTopK];
+  __shared__ float warp_max[W];  // block_softmax_shares' scratch
+  __shared__ std::uint32_t warp_nan[W];
+  __shared__ std::uint64_t warp_sum[W];
+
+  pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32;
+  const int warp = tid / 32;
+  const int k = p.topk;
+  const bool valid[P] = {tid < p.num_experts, tid + kThreads < p.num_experts};
+
+  for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
+    if (row == blockIdx.x) pdl_wait_then_trigger(p.trigger_first);
+    // ---- 1. the thread's experts' scores (loaded before the padding flag, as
+    // block_row_load) -----------------------------------------------------------
+    float s[P], b[P];
+    const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
+    load_lane_logits<T, P, 1>(p, row_ptr, valid, [tid](int i) { return tid + i * kThreads; }, s);
+#pragma unroll
+    for (int i = 0; i < P; ++i) b[i] = valid[i] ? p.bias[tid + i * kThreads] : 0.0f;
+    if (row_is_padded(p, row)) {  // the whole block takes this branch
+      if (tid < k) store_slot(p, row, tid, 0.0f, -1);
+      continue;
     }
+    if (tid == 0) cand_count = 0;  // added to after the barrier of step 2
+    if constexpr (!kSoftmax) {
+      sigmoid_scores(s);
+    } else {
+      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
+    }
+    std::uint32_t ord[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) ord[i] = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
+
+    // ---- 2. each warp's largest key -------------------------------------------
+    const std::uint32_t best = group_max_u32<32>(ord[0] > ord[1] ? ord[0] : ord[1]);
+    if (lane == 0) warp_best[warp] = best;
+    __syncthreads();
+
+    // ---- 3 and 4. the candidates: keys with fewer than k maxima above -----
+    int maxima_above[P] = {};
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      const std::uint32_t m = warp_best[w];
+#pragma unroll
+      for (int i = 0; i < P; ++i) maxima_above[i] += m > ord[i] ? 1 : 0;
+    }
+    bool is_cand[P];
+    unsigned cand_mask[P];
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      is_cand[i] = ord[i] != 0u && maxima_above[i] < k;
+      cand_mask[i] = __ballot_sync(0xFFFFFFFFu, is_cand[i]);
+    }
+    const int first_count = __popc(cand_mask[0]);
+    int base = 0;
+    if (lane == 0 && (cand_mask[0] | cand_mask[1]) != 0u)
+      base = atomicAdd(&cand_count, first_count + __popc(cand_mask[1]));
+    base = __shfl_sync(0xFFFFFFFFu, base, 0);
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      if (is_cand[i]) {
+        const int at = base + (i == 0 ? 0 : first_count) + __popc(cand_mask[i] & ((1u << lane) - 1u));
+        cand_key[at] = block_rank_key(ord[i], static_cast<std::uint32_t>(tid + i * kThreads));
+        cand_score[at] = s[i];
+      }
+    }
+    __syncthreads();
+    block_threshold_rank_and_store<kThreads, P>(p, row, k, cand_count, warp, lane, tid, cand_key, cand_score,
+                                                slot_expert, slot_score);
     if (row + gridDim.x < p.num_tokens) __syncthreads();  // shared memory is reused by the next row
   }
 }
