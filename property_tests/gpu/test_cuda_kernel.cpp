@@ -502,7 +502,9 @@ TEST(CudaKernel, RowOffsetsBeyond2To31Elements) {
 // ---- a small set for compute-sanitizer (memcheck, racecheck) -------------------
 TEST(Sanitizer, RepresentativeSubset) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {7, 64, 256, 512, 1000}) {
+  // 449 (odd: softmax) and 512 (sigmoid) run the block-threshold path's
+  // pair kernel at 1030 rows.
+  for (std::int64_t E : {7, 64, 256, 449, 512, 1000}) {
     for (int path : {0, 2, 4, 6, 8}) {
       if (path != 0 && E > 512) continue;
       CaseConfig cfg;
