@@ -192,6 +192,28 @@ TEST(TierTable, EstimatedSelection) {
   EXPECT_FALSE(preferred({1024, 256, 8}, {.force_round_selection = true}));
 }
 
+// Where the block-threshold path runs its kernel of 8 warps with two
+// experts per thread: E in (384, 512], k <= 8, but fp32 sigmoid k > 4 up
+// to 128 rows.
+TEST(TierTable, BlockThresholdPairs) {
+  auto pairs = [](const Call& c, const cuda::LaunchOptions& options = {}) {
+    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    return cuda::block_threshold_pairs(p, options);
+  };
+  EXPECT_TRUE(pairs({1, 512, 4}));                                 // fp32 sigmoid k <= 4
+  EXPECT_FALSE(pairs({1, 512, 8}));                                // ... not k > 4 up to 128 rows
+  EXPECT_FALSE(pairs({128, 512, 8}));
+  EXPECT_TRUE(pairs({256, 512, 8}));                               // ... but at medium rows
+  EXPECT_TRUE(pairs({1, 512, 8, kBf16}));                          // bf16: every k <= 8
+  EXPECT_TRUE(pairs({128, 512, 8, DType::kFloat32, kSoftmax}));    // softmax k = 8
+  EXPECT_TRUE(pairs({1, 385, 8, kBf16, kSoftmax}));                // from 385 experts
+  EXPECT_FALSE(pairs({1, 384, 8, kBf16, kSoftmax}));
+  EXPECT_FALSE(pairs({1, 512, 4, DType::kFloat32, kSoftmax}));     // the split-row path's cell
+  EXPECT_FALSE(pairs({1, 512, 9}, {.force_path = 8}));             // forced, k > 8: one per thread
+  EXPECT_TRUE(pairs({1030, 500, 2}, {.force_path = 8}));           // forced, within the rule
+  EXPECT_FALSE(pairs({1030, 500, 2}));                             // not the path there
+}
+
 TEST(TierTable, ThresholdSelection) {
   auto preferred = [](const Call& c, const cuda::LaunchOptions& options = {}) {
     const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);

@@ -41,7 +41,10 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
   alignas(16) static unsigned char stand_in[16];
   cuda::LaunchOptions options;
   options.force_path = force;
-  return cuda::routing_path_name(cuda::chosen_path(shape_only_params(T, E, k, dtype, norm, stand_in, stand_in), options));
+  const RoutingParams p = shape_only_params(T, E, k, dtype, norm, stand_in, stand_in);
+  std::string path = cuda::routing_path_name(cuda::chosen_path(p, options));
+  if (cuda::block_threshold_pairs(p, options)) path += " (8 warps, two experts per thread)";
+  return path;
 }
 #endif
 

@@ -184,6 +184,14 @@ bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& 
   return threshold_select_enabled(to_kernel_params(p), options);
 }
 
+bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {
+  check_launch(p, options);
+  const KernelParams kp = to_kernel_params(p);
+  const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
+  return choose_path(kp, options, logit_bytes) == RoutingPath::kBlockThreshold &&
+         block_threshold_pairs_preferred(kp, logit_bytes);
+}
+
 bool slot_vector_stores(const RoutingParams& p) {
   check_launch(p, {});
   return to_kernel_params(p).slots_vec4;

@@ -157,6 +157,12 @@ bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& 
 // not take the call. Host only, like chosen_path.
 bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& options = {});
 
+// Whether `p` runs the block-threshold path (chosen or forced) on its
+// kernel of 8 warps with two experts per thread rather than one expert per
+// thread (block_threshold_pairs_preferred in routing_tier_table.cuh).
+// Host only, like chosen_path.
+bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options = {});
+
 // Whether the lanes that own whole rows (the row-per-thread path, the
 // filter path's ranking) write `p`'s slots by 16- and 8-byte stores: ids
 // int32, weights and ids contiguous along k, every row's start 16-byte

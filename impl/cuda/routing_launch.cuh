@@ -171,23 +171,11 @@ cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool 
   });
 }
 
-// Where the block-threshold path runs two experts per thread
-// (route_block_threshold_pair_kernel): E in (384, 512], k <= 8, but fp32
-// sigmoid with k > 4 up to 128 rows. H200, against 16 warps of one expert
-// each (A/B of two rounds, T = 1 / 16 / 128 / 256, E = 448 / 512, k = 2 /
-// 4 / 8, both dtypes and normalizations): bf16 sigmoid k = 2-4 0.87-0.92x
-// the time, softmax k = 8 0.92-0.95x, sigmoid k = 8 at 256 rows 0.84-0.90x,
-// fp32 sigmoid k = 2-4 0.96-0.99x; fp32 sigmoid k = 8 up to 128 rows
-// 1.00-1.05x. At E = 320-384 (a quarter or more of the pairs half empty)
-// it lost up to 1.17x.
-inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_bytes) {
-  if (kp.num_experts <= 384 || kp.num_experts > 512 || kp.topk > 8) return false;
-  return kp.softmax || kp.topk <= 4 || logit_bytes != 4 || kp.num_tokens > 128;
-}
-
+// pairs: the 8-warp kernel of two experts per thread (the tier table's
+// block_threshold_pairs_preferred), else one expert per thread.
 template <typename T>
-cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  if (block_threshold_pairs_preferred(kp, sizeof(T)))
+cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl, bool pairs) {
+  if (pairs)
     return launch_block_per_row<route_block_threshold_pair_kernel<T, false>, route_block_threshold_pair_kernel<T, true>,
                                 8>(kp, stream, pdl);
   return with_block_row_warps(kp.num_experts, [&](auto w) {

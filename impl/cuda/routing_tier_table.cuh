@@ -138,6 +138,20 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
   return kp.topk >= 2 && (!kp.softmax || E <= 384);
 }
 
+// Where the block-threshold path runs two experts per thread
+// (route_block_threshold_pair_kernel): E in (384, 512], k <= 8, but fp32
+// sigmoid with k > 4 up to 128 rows. H200, against 16 warps of one expert
+// each (A/B of two rounds, T = 1 / 16 / 128 / 256, E = 448 / 512, k = 2 /
+// 4 / 8, both dtypes and normalizations): bf16 sigmoid k = 2-4 0.86-0.92x
+// the time, softmax k = 8 0.92-0.97x, sigmoid k = 8 at 256 rows 0.84-0.92x,
+// fp32 sigmoid k = 2-4 0.96-0.99x; fp32 sigmoid k = 8 up to 128 rows
+// 1.00-1.05x. At E = 320-384 (a quarter or more of the pairs half empty)
+// it lost up to 1.17x. fp16 logits follow bf16 (not timed).
+inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_bytes) {
+  if (kp.num_experts <= 384 || kp.num_experts > 512 || kp.topk > 8) return false;
+  return kp.softmax || kp.topk <= 4 || logit_bytes != 4 || kp.num_tokens > 128;
+}
+
 // Up to this many rows, E in (128, 512] takes the split-row path where the
 // block paths do not (k = 1; softmax above E = 384 with k <= 4): a block of
 // E / 64 warps per row shortens the dependent chain that bounds decode. On
@@ -409,7 +423,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   switch (path) {
     case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);
     case RoutingPath::kThreadRow: return launch_thread_row<T>(kp, stream, pdl);
-    case RoutingPath::kBlockThreshold: return launch_block_threshold<T>(kp, stream, pdl);
+    case RoutingPath::kBlockThreshold:
+      return launch_block_threshold<T>(kp, stream, pdl, block_threshold_pairs_preferred(kp, sizeof(T)));
     case RoutingPath::kBlockRank: return launch_block_rank<T>(kp, stream, pdl);
     case RoutingPath::kSplitRow: return launch_split_row<T>(kp, stream, pdl);
     case RoutingPath::kShared: return launch_shared_path<T>(kp, stream, pdl);
