@@ -63,7 +63,7 @@ def grid_bound(cells, floor_cells, anchor_cells, copy_gbps, launch_floor_us, imp
     over the run's device-to-device copy bandwidth) and the launch floor. What the speed issue's geomean
     target asks for can be set against the second figure: a router near it only reads, writes and launches.
     None when a cell has no floor (no io floor cell, or no copy bandwidth in the run's context)."""
-    now, at_floor = [], []
+    now, at_floor, past = [], [], []  # past: the indices of the cells above max_tokens rows
     for key, c in sorted(cells.items()):
         if key[0] != impl:
             continue
@@ -79,11 +79,16 @@ def grid_bound(cells, floor_cells, anchor_cells, copy_gbps, launch_floor_us, imp
             if not copy_gbps or c.bytes_per_call <= 0:
                 return None
             floor_us = max(c.bytes_per_call / (copy_gbps * 1e3), float(launch_floor_us or 0))
+            past.append(len(now))
         now.append(up.median_us / c.median_us)
         at_floor.append(up.median_us / floor_us)
     if not now:
         return None
-    return {"cells": len(now), "now": geomean(now), "at_floor": geomean(at_floor), "max_tokens": max_tokens}
+    bound = {"cells": len(now), "now": geomean(now), "at_floor": geomean(at_floor), "max_tokens": max_tokens}
+    if past:  # the same two figures for the cells past max_tokens rows alone: where the rest of the gap is
+        bound["past"] = {"cells": len(past), "now": geomean([now[i] for i in past]),
+                         "at_floor": geomean([at_floor[i] for i in past])}
+    return bound
 
 
 def format_floors(table, speedups, launch_floor_us=None, bound=None):
@@ -100,6 +105,10 @@ def format_floors(table, speedups, launch_floor_us=None, bound=None):
         out.append(f"over all {bound['cells']} cells of the run: {bound['now']:.2f}x geomean now, "
                    f"{bound['at_floor']:.2f}x were every cell at its floor (the io floor up to {bound['max_tokens']} "
                    "rows, above them the larger of the copy floor and the launch floor)")
+        if "past" in bound:
+            past = bound["past"]
+            out.append(f"of them, the {past['cells']} cells past {bound['max_tokens']} rows: {past['now']:.2f}x geomean "
+                       f"now, {past['at_floor']:.2f}x at their floors")
     return "\n".join(out)
 
 

@@ -250,6 +250,8 @@ class RenderTest(unittest.TestCase):
             # now: 2.0, 2.0, 1.0 (geomean 1.587); at the floors: 3.0 (io), 28.32 / 6.99 = 4.05 (copy),
             # 1.0 / max(copy 0.0002 us, launch 0.5 us) = 2.0 (launch): geomean 2.897
             self.assertIn("over all 3 cells of the run: 1.59x geomean now, 2.90x were every cell at its floor", r.stdout)
+            # The two cells past 1024 rows alone: now 2.0 and 1.0 (1.41x), at the floors 4.05 and 2.0 (2.85x).
+            self.assertIn("of them, the 2 cells past 1024 rows: 1.41x geomean now, 2.85x at their floors", r.stdout)
             # A cell up to 1024 rows without an io floor: no bound, rather than one over fewer cells.
             run_json(run, {("cuda", 1, 64, 8): 1.5, ("cuda", 16, 64, 8): 1.6})
             with open(anchor, "a") as f:
