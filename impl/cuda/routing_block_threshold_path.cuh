@@ -171,7 +171,8 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
   const int lane = tid % 32;
   const int warp = tid / 32;
   const int k = p.topk;
-  const bool valid[P] = {tid < p.num_experts, tid + kThreads < p.num_experts};
+  const auto expert_of = [tid](int i) { return tid + i * kThreads; };  // the thread's i-th expert
+  const bool valid[P] = {expert_of(0) < p.num_experts, expert_of(1) < p.num_experts};
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
     if (row == blockIdx.x) pdl_wait_then_trigger(p.trigger_first);
@@ -179,9 +180,9 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
     // block_row_load) -----------------------------------------------------------
     float s[P], b[P];
     const T* row_ptr = static_cast<const T*>(p.logits) + row * p.logits_row_stride;
-    load_lane_logits<T, P, 1>(p, row_ptr, valid, [tid](int i) { return tid + i * kThreads; }, s);
+    load_lane_logits<T, P, 1>(p, row_ptr, valid, expert_of, s);
 #pragma unroll
-    for (int i = 0; i < P; ++i) b[i] = valid[i] ? p.bias[tid + i * kThreads] : 0.0f;
+    for (int i = 0; i < P; ++i) b[i] = valid[i] ? p.bias[expert_of(i)] : 0.0f;
     if (row_is_padded(p, row)) {  // the whole block takes this branch
       if (tid < k) store_slot(p, row, tid, 0.0f, -1);
       continue;
@@ -225,7 +226,7 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
     for (int i = 0; i < P; ++i) {
       if (is_cand[i]) {
         const int at = base + (i == 0 ? 0 : first_count) + __popc(cand_mask[i] & ((1u << lane) - 1u));
-        cand_key[at] = block_rank_key(ord[i], static_cast<std::uint32_t>(tid + i * kThreads));
+        cand_key[at] = block_rank_key(ord[i], static_cast<std::uint32_t>(expert_of(i)));
         cand_score[at] = s[i];
       }
     }
