@@ -45,19 +45,25 @@ static_assert(register_tier_vector<float, 8>() == 4 && register_tier_vector<floa
               register_tier_vector<__half, 2>() == 2 && register_tier_vector<float, 1>() == 1,
               "vector width per tier");
 
+// Whether a register tier of P experts per lane loads its logits and bias
+// as vectors (register_tier_vector) for this call's layout.
+template <typename T, int P>
+bool register_tier_vector_ok(const KernelParams& kp) {
+  constexpr int kVec = register_tier_vector<T, P>();
+  constexpr int kBiasVec = kVec < 4 ? kVec : 4;  // as in route_register_kernel
+  const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
+  const auto bias_addr = reinterpret_cast<std::uintptr_t>(kp.bias);
+  return kVec > 1 && kp.logits_col_stride == 1 && kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
+         bias_addr % (kBiasVec * sizeof(float)) == 0 && (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+}
+
 template <typename T, int G, int P, int kMinBlocks, bool kSoftmax>
 cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t stream, bool pdl,
                                       bool allow_vector) {
   constexpr int kRowsPerBlock = kBlockThreads / G;
   constexpr int kVec = register_tier_vector<T, P>();
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
-  constexpr int kBiasVec = kVec < 4 ? kVec : 4;  // as in route_register_kernel
-  const auto addr = reinterpret_cast<std::uintptr_t>(kp.logits);
-  const auto bias_addr = reinterpret_cast<std::uintptr_t>(kp.bias);
-  const bool vector_ok = allow_vector && kVec > 1 && kp.logits_col_stride == 1 &&
-                         kp.num_experts % kVec == 0 && addr % (kVec * sizeof(T)) == 0 &&
-                         bias_addr % (kBiasVec * sizeof(float)) == 0 &&
-                         (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
+  const bool vector_ok = allow_vector && register_tier_vector_ok<T, P>(kp);
   if constexpr (G == 32 && P == 1) {  // k >= kRankSelectMinK: the ranking kernel
     if (kp.rank_select && kp.topk >= kRankSelectMinK)
       return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,

@@ -385,14 +385,47 @@ inline bool filter_preferred(const KernelParams& kp) {
 // 1.05-1.19x and T = 65536 1.11-1.27x.
 constexpr std::int64_t kSpillFreeMaxRows = 2048;
 
+// E in (32, 64] past decode: how many lanes share a row. One warp per row
+// (32 lanes, 2 experts each) keeps the most warps resident; fewer lanes per
+// row spend fewer instructions on a row's loads, scores and stores, which
+// bounds k = 1 (a single round), and from 16384 rows enough rows remain
+// for every k. H200, A/B of two rounds against one warp per row
+// (2026-12-02, T = 2048-16384, E = 64 / 128, k = 1 / 4 / 8, both dtypes and
+// normalizations): 16 lanes of 4 at k = 1 0.81-0.88x the time at 4096
+// rows and 0.78-0.80x at 8192 (2048 rows even), but k = 4-8 at 4096 rows
+// 1.03-1.10x; 8 lanes of 8 at 16384 rows k = 1 0.61-0.69x, k = 4-8
+// 0.79-0.91x, except fp32 sigmoid k = 8 1.17x (as at 65536 rows before
+// the row-per-thread path took it); at 8192 rows k = 4-8 1.01-1.54x.
+constexpr std::int64_t kE64QuarterWarpTop1MinRows = 4096;
+constexpr std::int64_t kE64GroupsOfEightMinRows = 16384;
+constexpr std::int64_t kE64GroupsOfEightFp32SigmoidMinRows = 32768;  // k > 4, as before
+
+inline int e64_lanes_per_row(const KernelParams& kp, int logit_bytes) {
+  const std::int64_t rows = kp.num_tokens;
+  const bool fp32_sigmoid_wide_k = logit_bytes == 4 && !kp.softmax && kp.topk > 4;
+  if (rows >= (fp32_sigmoid_wide_k ? kE64GroupsOfEightFp32SigmoidMinRows : kE64GroupsOfEightMinRows)) return 8;
+  return kp.topk == 1 && rows >= kE64QuarterWarpTop1MinRows ? 16 : 32;
+}
+
+// E in (64, 128] from 4096 rows (two rows per warp, below) with sigmoid and
+// k > 4: one warp per row with the estimated selection instead, where that
+// kernel runs (E = 128, vector loads). H200, the same A/B: k = 8 sigmoid
+// 0.91-0.95x the time at 4096-16384 rows; softmax k = 8 0.99-1.03x and
+// k = 4 1.02-1.16x, so those keep two rows per warp.
+template <typename T>
+bool e128_estimates_past_4096(const KernelParams& kp, bool allow_vector) {
+  return kp.num_experts == 128 && kp.estimate_select && !kp.softmax && kp.topk > 4 && allow_vector &&
+         register_tier_vector_ok<T, 4>(kp);
+}
+
 // The tier table. A register tier is (group lanes G, experts per lane P),
 // E <= G * P. Few rows: one warp per row for E <= 32 and from E = 64
 // (G = 32), the shortest dependent chain per row. Many rows: eight experts
 // per lane, so 32 / G rows share a warp and the k rounds of group
 // reductions are paid once per warp.
 // Where "many" starts was measured on the H200 (docs/performance.md): for
-// E = 128 from 4096 rows; for E = 64 the narrower groups (8 lanes) lose at
-// 8192 rows and win at 65536, so from 32768. Above 128 experts one warp
+// E = 128 from 4096 rows (but sigmoid k > 4: e128_estimates_past_4096);
+// for E = 64 it depends on k (e64_lanes_per_row). Above 128 experts one warp
 // per row with 8, 12 or 16 experts per lane: a full tier (E = 256, 384,
 // 512) has no per-register bound checks, and E = 384 on the 16-per-lane
 // tier (a quarter of its registers empty) took 1.2-1.5x the time of its
@@ -437,10 +470,16 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
-  if (E <= 64) return rows >= 32768 ? launch_register_tier<T, 8, 8>(kp, stream, pdl, vec)
-                                    : launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
-  if (E <= 128) return rows >= 4096 ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
-                                    : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
+  if (E <= 64) {
+    switch (e64_lanes_per_row(kp, sizeof(T))) {
+      case 8: return launch_register_tier<T, 8, 8>(kp, stream, pdl, vec);
+      case 16: return launch_register_tier<T, 16, 4>(kp, stream, pdl, vec);
+      default: return launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
+    }
+  }
+  if (E <= 128) return rows >= 4096 && !e128_estimates_past_4096<T>(kp, vec)
+                           ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
+                           : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
   if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   if (E <= 384) return launch_register_tier<T, 32, 12>(kp, stream, pdl, vec);
   return rows <= kSpillFreeMaxRows ? launch_register_tier<T, 32, 16, 2>(kp, stream, pdl, vec)
