@@ -94,14 +94,17 @@ TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   SKIP_WITHOUT_GPU();
   // 300 rows take the few-rows tiers (the split-row path by default for
   // E in (128, 512]; forced, the register path's two-block build at
-  // E > 256); 4100 and 32800 the many-rows tiers (from 4096 rows at E = 128,
-  // from 32768 at E = 64; the three-block build at E > 256). Each path is
-  // also forced on every shape.
+  // E > 256); 4100 the many-rows tiers (two rows per warp at E = 128 but
+  // sigmoid k = 8, which keeps one warp per row and its estimated selection;
+  // the three-block build at E > 256); at E = 64, 4100 rows with k = 1 take
+  // 16 lanes per row, 16400 and 32800 eight (fp32 sigmoid k = 8 from 32800
+  // only). Each path is also forced on every shape.
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
-    for (std::int64_t tokens : {300, 4100, 32800}) {
-      if (tokens == 32800 && E != 64) continue;
+    for (std::int64_t tokens : {300, 4100, 16400, 32800}) {
+      if (tokens > 4100 && E != 64) continue;
       for (auto [norm, k_cap] : {std::pair{Normalization::kSigmoid, 8}, std::pair{Normalization::kSoftmax, 8},
-                                 std::pair{Normalization::kSigmoid, 64}}) {
+                                 std::pair{Normalization::kSigmoid, 64}, std::pair{Normalization::kSigmoid, 1},
+                                 std::pair{Normalization::kSoftmax, 1}}) {
         CaseConfig cfg;
         cfg.experts = E;
         cfg.topk = std::min<std::int64_t>(E, k_cap);
