@@ -408,14 +408,38 @@ inline int e64_lanes_per_row(const KernelParams& kp, int logit_bytes) {
 }
 
 // E in (64, 128] from 4096 rows (two rows per warp, below) with sigmoid and
-// k > 4: one warp per row with the estimated selection instead, where that
-// kernel runs (E = 128, vector loads). H200, the same A/B: k = 8 sigmoid
-// 0.91-0.95x the time at 4096-16384 rows; softmax k = 8 0.99-1.03x and
-// k = 4 1.02-1.16x, so those keep two rows per warp.
+// k = 8: one warp per row with the estimated selection instead, where that
+// kernel runs (E = 128, vector loads). H200, A/Bs of two rounds against two
+// rows per warp (2026-12-02, T = 2048-16384): k = 8 sigmoid 0.90-0.95x the
+// time at 4096-16384 rows; k = 5 sigmoid 1.01-1.05x, softmax k = 8
+// 0.99-1.03x and k = 4 1.02-1.16x, so those keep two rows per warp (k = 6
+// and 7 not timed).
 template <typename T>
 bool e128_estimates_past_4096(const KernelParams& kp, bool allow_vector) {
-  return kp.num_experts == 128 && kp.estimate_select && !kp.softmax && kp.topk > 4 && allow_vector &&
+  return kp.num_experts == 128 && kp.estimate_select && !kp.softmax && kp.topk == 8 && allow_vector &&
          register_tier_vector_ok<T, 4>(kp);
+}
+
+// k = 1 at E in (64, 128] from 8192 rows: eight lanes per row, 16 experts
+// each (two blocks per SM: no spill), the one round paid once per four
+// rows. H200, E = 128, A/B of two rounds against 16 lanes of 8 (2026-12-02, T =
+// 8192-65536): bf16 0.91-0.95x the time, fp32 softmax 0.93-0.95x; fp32
+// sigmoid 1.01-1.03x, so it keeps 16 lanes.
+constexpr std::int64_t kE128Top1EighthLanesMinRows = 8192;
+inline bool e128_top1_eight_lanes(const KernelParams& kp, int logit_bytes) {
+  return kp.topk == 1 && kp.num_tokens >= kE128Top1EighthLanesMinRows && (kp.softmax || logit_bytes != 4);
+}
+
+// E <= 8 with k <= 4 from 32768 rows: two lanes per row, 4 experts each
+// (16 rows per warp) instead of four lanes of 2. H200, A/B of two rounds
+// (2026-12-02, T = 8192-65536, k = 1 / 2 / 4 / 5 / 8, both dtypes and
+// normalizations): k = 1 0.74-0.81x the time at 32768-65536 rows, k = 2-4
+// 0.81-0.97x; at 8192 rows 1.02-1.27x, at 16384 k = 1 0.90-0.99x but k =
+// 2-4 up to 1.08x; k = 5 0.91-1.02x and k = 8 1.22-1.59x everywhere (its
+// lists of 3 run dry and refill).
+constexpr std::int64_t kE8TwoLanesMinRows = 32768;
+inline bool e8_two_lanes_per_row(const KernelParams& kp) {
+  return kp.topk <= 4 && kp.num_tokens >= kE8TwoLanesMinRows;
 }
 
 // The tier table. A register tier is (group lanes G, experts per lane P),
@@ -467,7 +491,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (E > kRegisterPathMaxExperts) return launch_shared_path<T>(kp, stream, pdl);  // forced 1 or 3 is refused earlier
   const bool vec = path != RoutingPath::kRegisterScalarLoads;
   if (small_e_prefers_warp_row(kp)) return launch_register_tier<T, 32, 1>(kp, stream, pdl, vec);
-  if (E <= 8) return launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
+  if (E <= 8) return e8_two_lanes_per_row(kp) ? launch_register_tier<T, 2, 4>(kp, stream, pdl, vec)
+                                              : launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
   if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
   if (E <= 64) {
@@ -477,6 +502,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
       default: return launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
     }
   }
+  if (E <= 128 && e128_top1_eight_lanes(kp, sizeof(T))) return launch_register_tier<T, 8, 16, 2>(kp, stream, pdl, vec);
   if (E <= 128) return rows >= 4096 && !e128_estimates_past_4096<T>(kp, vec)
                            ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
                            : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);

@@ -96,12 +96,20 @@ TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   // E in (128, 512]; forced, the register path's two-block build at
   // E > 256); 4100 the many-rows tiers (two rows per warp at E = 128 but
   // sigmoid k = 8, which keeps one warp per row and its estimated selection;
-  // the three-block build at E > 256); at E = 64, 4100 rows with k = 1 take
-  // 16 lanes per row, 16400 and 32800 eight (fp32 sigmoid k = 8 from 32800
-  // only). Each path is also forced on every shape.
+  // the three-block build at E > 256). The tiers that depend on k and the
+  // rows (routing_tier_table.cuh): at E = 64, 4100 rows with k = 1 take 16
+  // lanes per row, 16400 and 32800 eight (fp32 sigmoid k = 8 from 32800
+  // only); at E = 128 k = 1 softmax, 8200 rows eight lanes; at E = 8 with
+  // k <= 4, 32800 rows two lanes. Each path is also forced on every shape.
+  const auto many_rows_tier_at = [](std::int64_t E, std::int64_t tokens) {
+    if (tokens <= 4100) return true;
+    if (tokens == 8200) return E == 128;
+    if (tokens == 16400) return E == 64;
+    return E == 8 || E == 64;  // 32800
+  };
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
-    for (std::int64_t tokens : {300, 4100, 16400, 32800}) {
-      if (tokens > 4100 && E != 64) continue;
+    for (std::int64_t tokens : {300, 4100, 8200, 16400, 32800}) {
+      if (!many_rows_tier_at(E, tokens)) continue;
       for (auto [norm, k_cap] : {std::pair{Normalization::kSigmoid, 8}, std::pair{Normalization::kSoftmax, 8},
                                  std::pair{Normalization::kSigmoid, 64}, std::pair{Normalization::kSigmoid, 1},
                                  std::pair{Normalization::kSoftmax, 1}}) {
