@@ -400,9 +400,16 @@ constexpr std::int64_t kE64QuarterWarpTop1MinRows = 4096;
 constexpr std::int64_t kE64GroupsOfEightMinRows = 16384;
 constexpr std::int64_t kE64GroupsOfEightFp32SigmoidMinRows = 32768;  // k > 4, as before
 
+// k = 1 at E in (32, 64] from 32768 rows: four lanes per row, 16 experts
+// each. H200, A/B of two rounds against eight lanes of 8 (2026-12-02):
+// 0.91-0.95x the time with softmax and bf16 sigmoid at 32768-65536 rows,
+// fp32 sigmoid even (where the row-per-thread path does not take it).
+constexpr std::int64_t kE64Top1FourLanesMinRows = 32768;
+
 inline int e64_lanes_per_row(const KernelParams& kp, int logit_bytes) {
   const std::int64_t rows = kp.num_tokens;
   const bool fp32_sigmoid_wide_k = logit_bytes == 4 && !kp.softmax && kp.topk > 4;
+  if (kp.topk == 1 && rows >= kE64Top1FourLanesMinRows) return 4;
   if (rows >= (fp32_sigmoid_wide_k ? kE64GroupsOfEightFp32SigmoidMinRows : kE64GroupsOfEightMinRows)) return 8;
   return kp.topk == 1 && rows >= kE64QuarterWarpTop1MinRows ? 16 : 32;
 }
@@ -428,6 +435,17 @@ bool e128_estimates_past_4096(const KernelParams& kp, bool allow_vector) {
 constexpr std::int64_t kE128Top1EighthLanesMinRows = 8192;
 inline bool e128_top1_eight_lanes(const KernelParams& kp, int logit_bytes) {
   return kp.topk == 1 && kp.num_tokens >= kE128Top1EighthLanesMinRows && (kp.softmax || logit_bytes != 4);
+}
+
+// k = 1 at E = 256 from 8192 rows: 16 lanes per row, 16 experts each (two
+// blocks per SM: no spill), exact scores and one round, instead of one warp
+// per row with the estimated top-1. H200, A/B of two rounds (2026-12-02,
+// T = 4096-65536): 0.92-0.93x the time with softmax and bf16 sigmoid at
+// 8192-32768 rows, fp32 sigmoid 0.95-0.985x; 4096 rows even. The tiers
+// that are not full (E in (128, 256)) keep theirs (not timed).
+constexpr std::int64_t kE256Top1HalfWarpMinRows = 8192;
+inline bool e256_top1_half_warp(const KernelParams& kp) {
+  return kp.num_experts == 256 && kp.topk == 1 && kp.num_tokens >= kE256Top1HalfWarpMinRows;
 }
 
 // E <= 8 with k <= 4 from 32768 rows: two lanes per row, 4 experts each
@@ -497,6 +515,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
   if (E <= 64) {
     switch (e64_lanes_per_row(kp, sizeof(T))) {
+      case 4: return launch_register_tier<T, 4, 16, 2>(kp, stream, pdl, vec);
       case 8: return launch_register_tier<T, 8, 8>(kp, stream, pdl, vec);
       case 16: return launch_register_tier<T, 16, 4>(kp, stream, pdl, vec);
       default: return launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
@@ -506,7 +525,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   if (E <= 128) return rows >= 4096 && !e128_estimates_past_4096<T>(kp, vec)
                            ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
                            : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
-  if (E <= 256) return launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
+  if (E <= 256) return e256_top1_half_warp(kp) ? launch_register_tier<T, 16, 16, 2>(kp, stream, pdl, vec)
+                                               : launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
   if (E <= 384) return launch_register_tier<T, 32, 12>(kp, stream, pdl, vec);
   return rows <= kSpillFreeMaxRows ? launch_register_tier<T, 32, 16, 2>(kp, stream, pdl, vec)
                                    : launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
