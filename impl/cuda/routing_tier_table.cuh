@@ -448,16 +448,18 @@ inline bool e256_top1_half_warp(const KernelParams& kp) {
   return kp.num_experts == 256 && kp.topk == 1 && kp.num_tokens >= kE256Top1HalfWarpMinRows;
 }
 
-// E <= 8 with k <= 4 from 32768 rows: two lanes per row, 4 experts each
-// (16 rows per warp) instead of four lanes of 2. H200, A/B of two rounds
-// (2026-12-02, T = 8192-65536, k = 1 / 2 / 4 / 5 / 8, both dtypes and
-// normalizations): k = 1 0.74-0.81x the time at 32768-65536 rows, k = 2-4
-// 0.81-0.97x; at 8192 rows 1.02-1.27x, at 16384 k = 1 0.90-0.99x but k =
-// 2-4 up to 1.08x; k = 5 0.91-1.02x and k = 8 1.22-1.59x everywhere (its
-// lists of 3 run dry and refill).
+// E <= 8 with k <= 4 from 32768 rows (k = 1 from 16384): two lanes per
+// row, 4 experts each (16 rows per warp) instead of four lanes of 2. H200,
+// A/B of two rounds (2026-12-02, T = 8192-65536, k = 1 / 2 / 4 / 5 / 8,
+// both dtypes and normalizations): k = 1 0.74-0.81x the time at
+// 32768-65536 rows, k = 2-4 0.81-0.97x; at 8192 rows 1.02-1.27x, at 16384
+// k = 1 0.90-0.99x (0.92-0.98x in a second call) but k = 2-4 up to 1.08x;
+// k = 5 0.91-1.02x and k = 8 1.22-1.59x everywhere (its lists of 3 run dry
+// and refill).
 constexpr std::int64_t kE8TwoLanesMinRows = 32768;
+constexpr std::int64_t kE8TwoLanesTop1MinRows = 16384;
 inline bool e8_two_lanes_per_row(const KernelParams& kp) {
-  return kp.topk <= 4 && kp.num_tokens >= kE8TwoLanesMinRows;
+  return kp.topk <= 4 && kp.num_tokens >= (kp.topk == 1 ? kE8TwoLanesTop1MinRows : kE8TwoLanesMinRows);
 }
 
 // The tier table. A register tier is (group lanes G, experts per lane P),

@@ -100,12 +100,12 @@ TEST(CudaKernel, RegisterSharedAndScalarPathsAreBitwiseIdentical) {
   // rows (routing_tier_table.cuh): at E = 64, 4100 rows with k = 1 take 16
   // lanes per row, 16400 eight (fp32 sigmoid k = 8 from 32800 only) and
   // 32800 four at k = 1; at E = 128 k = 1 softmax, 8200 rows eight lanes,
-  // and at E = 256 k = 1 sixteen; at E = 8 with k <= 4, 32800 rows two
-  // lanes. Each path is also forced on every shape.
+  // and at E = 256 k = 1 sixteen; at E = 8, two lanes from 16400 rows with
+  // k = 1 and 32800 with k <= 4. Each path is also forced on every shape.
   const auto many_rows_tier_at = [](std::int64_t E, std::int64_t tokens) {
     if (tokens <= 4100) return true;
     if (tokens == 8200) return E == 128 || E == 256;
-    if (tokens == 16400) return E == 64;
+    if (tokens == 16400) return E == 8 || E == 64;
     return E == 8 || E == 64;  // 32800
   };
   for (std::int64_t E : {3, 8, 16, 32, 64, 128, 256, 384, 512}) {
