@@ -62,7 +62,9 @@ TEST(TierTable, DecodeCells) {
   expect_path({1, 256, 8}, "block-threshold");
   expect_path({128, 512, 8, kBf16, kSoftmax}, "block-threshold");
   expect_path({1, 512, 4}, "block-threshold");
-  expect_path({1, 512, 4, DType::kFloat32, kSoftmax}, "split-row");  // softmax above E = 384, k <= 4
+  expect_path({1, 512, 4, kBf16, kSoftmax}, "split-row");               // softmax above E = 384, k <= 4 ...
+  expect_path({1, 512, 2, DType::kFloat32, kSoftmax}, "split-row");      // ... and fp32 k = 2
+  expect_path({1, 512, 4, DType::kFloat32, kSoftmax}, "block-threshold");  // fp32 k = 3-4: the pair kernel
   expect_path({128, 512, 2, kBf16, kSoftmax}, "split-row");
   expect_path({16, 512, 1}, "block-rank");    // E > 256, k = 1, sigmoid, up to 16 rows
   expect_path({17, 512, 1}, "split-row");

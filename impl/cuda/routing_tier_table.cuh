@@ -135,7 +135,12 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
     return kp.topk >= (kp.softmax ? 4 : 2);
   }
   if (kp.topk > 4) return kp.topk <= 8;
-  return kp.topk >= 2 && (!kp.softmax || E <= 384);
+  // Softmax above E = 384 with fp32 logits and k = 3-4 takes the pair
+  // kernel: 0.96-1.00x the split-row path's time at T = 1-128 in session
+  // 22's A/B (next/block-threshold-pairs-softmax-k3-4, H200), where 16-bit
+  // logits lost (1.01-1.05x) and k = 2 lost with both dtypes.
+  const bool fp32_softmax_k3_4 = logit_bytes == 4 && kp.topk >= 3;
+  return kp.topk >= 2 && (!kp.softmax || E <= 384 || fp32_softmax_k3_4);
 }
 
 // Where the block-threshold path runs two experts per thread
