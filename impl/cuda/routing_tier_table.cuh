@@ -93,7 +93,7 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 
 // Where the block-threshold path runs (checked before the block-rank
 // path): E in (128, 512], k in [2, 8], up to kBlockRankMaxRows rows, but
-// with softmax only up to E = 384 at k <= 4; E in (64, 128] with sigmoid
+// with softmax above E = 384 at k <= 4 only fp32 k = 3-4; E in (64, 128] with sigmoid
 // and k in [2, 4]; at medium rows (kMediumRowsMax) fewer cells.
 // Forced against the tier table before it on the H200 (2026-11-30,
 // T = 1 and 128, both dtypes and normalizations, E = 128 / 256 / 512,
@@ -138,7 +138,9 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
   // Softmax above E = 384 with fp32 logits and k = 3-4 takes the pair
   // kernel: 0.96-1.00x the split-row path's time at T = 1-128 in session
   // 22's A/B (next/block-threshold-pairs-softmax-k3-4, H200), where 16-bit
-  // logits lost (1.01-1.05x) and k = 2 lost with both dtypes.
+  // logits lost (1.01-1.05x) and k = 2 lost with both dtypes; again
+  // 0.97-0.99x in both rounds of an A/B against 55cf13a (2026-12-02, T = 1 /
+  // 16 / 128, E = 448 / 512).
   const bool fp32_softmax_k3_4 = logit_bytes == 4 && kp.topk >= 3;
   return kp.topk >= 2 && (!kp.softmax || E <= 384 || fp32_softmax_k3_4);
 }
