@@ -210,7 +210,8 @@ TEST(TierTable, BlockThresholdPairs) {
   EXPECT_TRUE(pairs({128, 512, 8, DType::kFloat32, kSoftmax}));    // softmax k = 8
   EXPECT_TRUE(pairs({1, 385, 8, kBf16, kSoftmax}));                // from 385 experts
   EXPECT_FALSE(pairs({1, 384, 8, kBf16, kSoftmax}));
-  EXPECT_FALSE(pairs({1, 512, 4, DType::kFloat32, kSoftmax}));     // the split-row path's cell
+  EXPECT_FALSE(pairs({1, 512, 4, kBf16, kSoftmax}));               // the split-row path's cell
+  EXPECT_TRUE(pairs({1, 512, 4, DType::kFloat32, kSoftmax}));      // fp32 softmax k = 3-4: the pairs
   EXPECT_FALSE(pairs({1, 512, 9}, {.force_path = 8}));             // forced, k > 8: one per thread
   EXPECT_TRUE(pairs({1030, 500, 2}, {.force_path = 8}));           // forced, within the rule
   EXPECT_FALSE(pairs({1030, 500, 2}));                             // not the path there
