@@ -536,5 +536,35 @@ TEST(Sanitizer, RepresentativeSubset) {
   }
 }
 
+// The register tiers that the tier table picks by k and the row count
+// (routing_tier_table.cuh: two lanes per row at E = 8, 16 / 8 / 4 lanes at
+// E = 64, eight lanes at E = 128 k = 1, 16 lanes at E = 256 k = 1, one warp
+// per row with the estimates at E = 128 k = 8), each at a row count that
+// takes it, with padded rows and contiguous logits (their vector loads).
+TEST(Sanitizer, RowDependentRegisterTiers) {
+  SKIP_WITHOUT_GPU();
+  struct Shape {
+    std::int64_t experts, topk, tokens;
+    Normalization norm;
+    DType dtype = DType::kFloat32;
+  };
+  for (const Shape& s : {Shape{8, 1, 16400, Normalization::kSigmoid}, Shape{8, 4, 32800, Normalization::kSoftmax},
+                         Shape{64, 1, 4100, Normalization::kSoftmax}, Shape{64, 4, 16400, Normalization::kSigmoid},
+                         Shape{64, 1, 32800, Normalization::kSigmoid}, Shape{128, 1, 8200, Normalization::kSoftmax},
+                         Shape{128, 1, 8200, Normalization::kSigmoid, DType::kBFloat16},
+                         Shape{128, 8, 4100, Normalization::kSigmoid}, Shape{256, 1, 8200, Normalization::kSigmoid}}) {
+    CaseConfig cfg;
+    cfg.experts = s.experts;
+    cfg.topk = s.topk;
+    cfg.tokens = s.tokens;
+    cfg.normalization = s.norm;
+    cfg.logits_dtype = s.dtype;
+    cfg.padding = harness::PaddingMode::kSparse;
+    const RoutingCase c(cfg);
+    EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c))))
+        << "E=" << s.experts << " k=" << s.topk << " T=" << s.tokens << " " << dtype_name(s.dtype);
+  }
+}
+
 }  // namespace
 }  // namespace musespark
