@@ -561,8 +561,7 @@ TEST(Sanitizer, RowDependentRegisterTiers) {
     cfg.logits_dtype = s.dtype;
     cfg.padding = harness::PaddingMode::kSparse;
     const RoutingCase c(cfg);
-    EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c))))
-        << "E=" << s.experts << " k=" << s.topk << " T=" << s.tokens << " " << dtype_name(s.dtype);
+    EXPECT_TRUE(testing::Passes(harness::compare_output(c, harness::run_cuda_case(c)))) << harness::describe(cfg);
   }
 }
 
