@@ -69,6 +69,13 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
                            pdl, kp);
   }
+  if constexpr (G < 32 && G * P <= kGroupRankMaxExperts) {  // k >= kGroupRankMinK: the group ranking kernel
+    if (kp.rank_select && kp.topk >= kGroupRankMinK)
+      return vector_ok ? launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>, blocks,
+                                       0, stream, pdl, kp)
+                       : launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0,
+                                       stream, pdl, kp);
+  }
   // Where the tier table asks for it (estimate_select_preferred), on the
   // full one-warp-per-row tiers from 4 experts per lane: kernels that
   // select from estimated scores (routing_estimate_select.cuh). The top-1

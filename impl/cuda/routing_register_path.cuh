@@ -164,6 +164,76 @@ __device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const 
   if (lane < k) slot_id[0] = sc.expert[lane], slot_score[0] = sc.score[lane];
 }
 
+// Ranking for the small-E tiers that share a warp between rows (G < 32
+// lanes of P experts, G * P <= kGroupRankMaxExperts), in a kernel of its
+// own as above: each lane counts, for each of its experts, the row's
+// experts above it in the key order (ord descending, then expert
+// ascending), from one shuffle per expert of the group, all independent;
+// rank r < k goes to slot r through the warp's scratch, where k rounds
+// would chain k group reductions and the sorted lists' pops and refills.
+// The cost does not grow with k. Ties: an expert of lane l, register r,
+// lies below expert i of this lane exactly when its key is smaller, and
+// among equal ords the lower expert index is the larger key; whether
+// expert (l, r) has the lower index is known at compile time but for the
+// comparison of l with this lane, so each compare is `o + before > ord`
+// (ord <= 0xFF800001: no overflow). The slot-order sum is the rounds' sum,
+// bit for bit.
+constexpr int kGroupRankMaxExperts = 16;
+constexpr int kGroupRankMinK = 2;
+
+template <int G, int P>
+struct GroupRankScratch {
+  static constexpr int kRows = 32 / G;
+  // [rank][row of the warp]: the rows' reads of one rank fall in
+  // consecutive banks.
+  std::int32_t expert[G * P][kRows];
+  float score[G * P][kRows];
+};
+
+template <int G, int P, int V, int kSlotsPerLane, typename ExpertOf>
+__device__ __forceinline__ void group_row_rank_select(const float (&q)[P], const float (&s)[P],
+                                                      const bool (&valid)[P], ExpertOf expert_of, bool live, int k,
+                                                      GroupRankScratch<G, P>& sc,
+                                                      std::int32_t (&slot_id)[kSlotsPerLane],
+                                                      float (&slot_score)[kSlotsPerLane], float& selected_sum) {
+  static_assert(G < 32 && G * P <= kGroupRankMaxExperts, "group ranking: small E, several rows per warp");
+  const int lane = threadIdx.x % G;
+  const int row = (threadIdx.x % 32) / G;  // the row's index within the warp
+  std::uint32_t ord[P];
+  int rank[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) ord[i] = valid[i] ? rm::ordered_score(q[i]) + 1u : 0u, rank[i] = 0;
+#pragma unroll
+  for (int l = 0; l < G; ++l) {
+    const bool lane_before = l < lane;
+#pragma unroll
+    for (int r = 0; r < P; ++r) {
+      const std::uint32_t o = __shfl_sync(0xFFFFFFFFu, ord[r], l, G);
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        // expert (l, r) = ((r / V) * G + l) * V + r % V against (lane, i):
+        // a lower vector index precedes; within one, the lower lane, then
+        // the lower r % V.
+        const bool before = r / V != i / V ? r / V < i / V : lane_before || (l == lane && r % V < i % V);
+        rank[i] += o + (before ? 1u : 0u) > ord[i] ? 1 : 0;
+      }
+    }
+  }
+  __syncwarp();  // the previous row's readers of the scratch are done
+#pragma unroll
+  for (int i = 0; i < P; ++i)
+    if (ord[i] != 0u && rank[i] < k) sc.expert[rank[i]][row] = expert_of(i), sc.score[rank[i]][row] = s[i];
+  __syncwarp();
+  if (!live) return;  // nothing was written for this row; its slots are not stored
+  selected_sum = 0.0f;
+  for (int j = 0; j < k; ++j) selected_sum += sc.score[j][row];
+#pragma unroll
+  for (int c = 0; c < kSlotsPerLane; ++c) {
+    const int j = c * G + lane;
+    if (j < k) slot_id[c] = sc.expert[j][row], slot_score[c] = sc.score[j][row];
+  }
+}
+
 // Blocks per SM the compiler must fit. At 16 experts per lane the kernel
 // fits two blocks per SM in ~96 registers with no spill; three keep 24
 // warps resident at the price of a spill (28-120 bytes stored, by dtype
@@ -177,7 +247,8 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // (and the predicate registers they spill to) disappear. kSoftmax: the
 // normalization, one kernel each, so that a launch carries only the code it
 // runs (decode cells 0.975-0.986x the time of one shared kernel, H200).
-// kRank: rows are ranked (warp_row_rank_select; G = 32, P = 1 only).
+// kRank: rows are ranked (warp_row_rank_select for G = 32, P = 1;
+// group_row_rank_select for G < 32, E <= kGroupRankMaxExperts).
 // kEstimate: selection from estimated scores (routing_estimate_select.cuh;
 // G = 32: k in [2, 8] from P = 4 (kEstimateTopK), k = 1 from P = 8
 // (kEstimateTop1), full tiers, and from P = 8 the others (k >= 2 with
@@ -275,11 +346,17 @@ __global__ void __launch_bounds__(kBlockThreads, kMinBlocks) route_register_kern
                                                                        threshold_scratch[threadIdx.x / 32], slot_id,
                                                                        slot_score, selected_sum);
       }
-      if constexpr (kRank) {
-        static_assert(G == 32 && P == 1, "ranking: one warp per row, one expert per lane");
+      if constexpr (kRank && G == 32) {
+        static_assert(P == 1, "ranking with one warp per row: one expert per lane");
         __shared__ RankScratch rank_scratch[kBlockThreads / 32];
         warp_row_rank_select(q, s, valid, live, E, p.topk, rank_scratch[threadIdx.x / 32], slot_id, slot_score,
                              selected_sum);
+        selected = true;
+      } else if constexpr (kRank) {
+        __shared__ GroupRankScratch<G, P> group_rank_scratch[kBlockThreads / 32];
+        group_row_rank_select<G, P, V, kSlotsPerLane>(q, s, valid, expert_of, live, p.topk,
+                                                      group_rank_scratch[threadIdx.x / 32], slot_id, slot_score,
+                                                      selected_sum);
         selected = true;
       }
       if (!selected)

@@ -313,6 +313,36 @@ TEST(CudaKernel, RankingKernelOnEveryRowCountItTakes) {
     }
 }
 
+// The group ranking kernel of the small-E tiers that share a warp between
+// rows (E <= 16: four or two lanes of 2 or 4 experts at E <= 8, eight lanes
+// of 2 at E <= 16; k >= 2) at row counts that take each tier, with padded
+// rows, rows past T in the last block and ties across lanes: equal to the
+// reference and, bit for bit, to the round selection.
+TEST(CudaKernel, GroupRankingKernelOnTheSmallExpertTiers) {
+  SKIP_WITHOUT_GPU();
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {5, 8, 13, 16})
+    for (std::int64_t k : {2, 3, 4, 8, 16}) {
+      if (k > E) continue;
+      for (std::int64_t tokens : {1030, 8200, 32800}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = tokens;
+        cfg.logits = (seed % 3) ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNaNs;
+        cfg.padding = harness::PaddingMode::kSparse;
+        cfg.normalization = (seed % 2) ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.logits_dtype = (seed % 4) < 2 ? DType::kFloat32 : DType::kBFloat16;
+        cfg.seed = seed++;
+        const RoutingCase c(cfg);
+        const RoutingOutput automatic = harness::run_cuda_case(c);
+        EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << harness::describe(cfg);
+        expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
+                             "group ranking vs round selection, " + harness::describe(cfg));
+      }
+    }
+}
+
 // Every (E, k, tokens) with k <= E, the logits distribution (normal,
 // quantized: ties, infinities, NaNs), dtype, normalization and layout
 // rotating with a seed that the test seed pins, padded rows past one token:
@@ -539,8 +569,9 @@ TEST(Sanitizer, RepresentativeSubset) {
 // The register tiers that the tier table picks by k and the row count
 // (routing_tier_table.cuh: two lanes per row at E = 8, 16 / 8 / 4 lanes at
 // E = 64, eight lanes at E = 128 k = 1, 16 lanes at E = 256 k = 1, one warp
-// per row with the estimates at E = 128 k = 8), each at a row count that
-// takes it, with padded rows and contiguous logits (their vector loads).
+// per row with the estimates at E = 128 k = 8), and the group ranking kernel
+// at E = 8 and 16, each at a row count that takes it, with padded rows and
+// contiguous logits (their vector loads).
 TEST(Sanitizer, RowDependentRegisterTiers) {
   SKIP_WITHOUT_GPU();
   struct Shape {
@@ -552,7 +583,8 @@ TEST(Sanitizer, RowDependentRegisterTiers) {
                          Shape{64, 1, 4100, Normalization::kSoftmax}, Shape{64, 4, 16400, Normalization::kSigmoid},
                          Shape{64, 1, 32800, Normalization::kSigmoid}, Shape{128, 1, 8200, Normalization::kSoftmax},
                          Shape{128, 1, 8200, Normalization::kSigmoid, DType::kBFloat16},
-                         Shape{128, 8, 4100, Normalization::kSigmoid}, Shape{256, 1, 8200, Normalization::kSigmoid}}) {
+                         Shape{128, 8, 4100, Normalization::kSigmoid}, Shape{256, 1, 8200, Normalization::kSigmoid},
+                         Shape{8, 8, 8200, Normalization::kSoftmax}, Shape{16, 4, 8200, Normalization::kSigmoid}}) {
     CaseConfig cfg;
     cfg.experts = s.experts;
     cfg.topk = s.topk;
