@@ -27,8 +27,10 @@
 //    a warp filters its rows' candidates from estimated scores, one row at
 //    a time, then each lane ranks one row's candidates by exact scores.
 // The register and split-row kernels are compiled once per normalization,
-// and the E <= 32 tier has a kernel of its own that ranks rows with k >= 5:
-// decode time follows the code a kernel carries (docs/performance.md).
+// and the E <= 32 tier (k >= 5) and the E <= 16 tiers that share a warp
+// between rows (k >= 4; k >= 2 on two lanes of 4) have kernels of their
+// own that rank rows: time follows the code a kernel carries
+// (docs/performance.md).
 // Selection keys are unique and the softmax sum is fixed point, so which
 // path, tier, kernel or vector width runs never changes a bit of the result.
 #pragma once
@@ -66,7 +68,7 @@ struct KernelParams {
   bool softmax;                // false: sigmoid
   bool ids_int64;
   bool threshold_select;       // register path, G = 32: try threshold selection first
-  bool rank_select;            // launch only: the E <= 32 tier's ranking kernel for k >= 5 (off for forced rounds)
+  bool rank_select;            // launch only: the ranking kernels of the E <= 32 tiers (off for forced rounds)
   bool estimate_select;        // launch only: k <= 8 from estimated scores on full G = 32 tiers (off for forced rounds)
   std::int32_t filter_rows;    // filter path: rows per warp task (1-32), set by its launch
   bool slots_vec4;             // weights and int32 ids contiguous along k, every row 16-byte aligned

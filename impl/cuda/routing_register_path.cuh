@@ -11,7 +11,8 @@
 // not take (too few or too many candidates), the round selection below
 // runs, which is exact for any row. With one warp per row and one expert
 // per lane (E <= 32, decode) rows with k > 4 are ranked instead
-// (warp_row_rank_select).
+// (warp_row_rank_select), and so are the rows of the E <= 16 tiers that
+// share a warp between rows, from k = 4 (group_row_rank_select).
 //
 // Round selection. Each lane keeps a sorted list of its best M candidates
 // (M = min(P, 3)); a round is a group-wide max over the list heads, a
@@ -178,8 +179,20 @@ __device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const 
 // comparison of l with this lane, so each compare is `o + before > ord`
 // (ord <= 0xFF800001: no overflow). The slot-order sum is the rounds' sum,
 // bit for bit.
+// Where it runs, from an A/B of two rounds against the rounds (H200,
+// 2026-12-02, T = 1024-65536, E = 8 and 16, k = 1 / 2 / 4 / 8, both dtypes
+// and normalizations, every cell on the tier the table gives it): k = 8
+// 0.75-0.82x the time from 8192 rows (E = 16 at 16384 rows 0.60-0.62x);
+// k = 4 0.81-0.96x at E = 8 and 0.81-0.98x at E = 16 (1024-16384 rows);
+// k = 2 on four or eight lanes of 2 1.01-1.10x (E = 16 fp32 softmax at
+// 65536 rows 1.27x), but on two lanes of 4 (E <= 8 from 32768 rows, whose
+// lists of 3 hold most of a lane's experts) 0.88-0.91x. So k >= 4, and on
+// four experts per lane k >= 2 (k = 3 not timed). Two lanes of 4 for ranked
+// rows at 8192-16384 rows lost (k = 8 1.4-1.5x: each lane compares its
+// four experts with all eight).
 constexpr int kGroupRankMaxExperts = 16;
-constexpr int kGroupRankMinK = 2;
+template <int P>
+inline constexpr int kGroupRankMinK = P >= 4 ? 2 : 4;
 
 template <int G, int P>
 struct GroupRankScratch {

@@ -315,9 +315,10 @@ TEST(CudaKernel, RankingKernelOnEveryRowCountItTakes) {
 
 // The group ranking kernel of the small-E tiers that share a warp between
 // rows (E <= 16: four or two lanes of 2 or 4 experts at E <= 8, eight lanes
-// of 2 at E <= 16; k >= 2) at row counts that take each tier, with padded
-// rows, rows past T in the last block and ties across lanes: equal to the
-// reference and, bit for bit, to the round selection.
+// of 2 at E <= 16; k >= 4, and k >= 2 on two lanes of 4 from 32768 rows;
+// k = 2-3 elsewhere the rounds) at row counts that take each tier, with
+// padded rows, rows past T in the last block, ties across lanes and NaN:
+// equal to the reference and, bit for bit, to the round selection.
 TEST(CudaKernel, GroupRankingKernelOnTheSmallExpertTiers) {
   SKIP_WITHOUT_GPU();
   std::uint64_t seed = testing::test_seed();
