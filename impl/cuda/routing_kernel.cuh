@@ -27,10 +27,10 @@
 //    a warp filters its rows' candidates from estimated scores, one row at
 //    a time, then each lane ranks one row's candidates by exact scores.
 // The register and split-row kernels are compiled once per normalization,
-// and the E <= 32 tier (k >= 5) and the E <= 16 tiers that share a warp
-// between rows (k >= 4; k >= 2 on two lanes of 4) have kernels of their
-// own that rank rows: time follows the code a kernel carries
-// (docs/performance.md).
+// and the E <= 32 tier of one warp per row (k >= 5) and the tiers that
+// share a warp between rows up to E = 32 (k >= 4 at E <= 16, k >= 2 on two
+// lanes of 4, k >= 8 above 16 experts) have kernels of their own that rank
+// rows: time follows the code a kernel carries (docs/performance.md).
 // Selection keys are unique and the softmax sum is fixed point, so which
 // path, tier, kernel or vector width runs never changes a bit of the result.
 #pragma once

@@ -69,8 +69,8 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
                            pdl, kp);
   }
-  if constexpr (G < 32 && G * P <= kGroupRankMaxExperts) {  // k >= kGroupRankMinK<P>: the group ranking kernel
-    if (kp.rank_select && kp.topk >= kGroupRankMinK<P>)
+  if constexpr (G < 32 && G * P <= kGroupRankMaxExperts) {  // k >= kGroupRankMinK: the group ranking kernel
+    if (kp.rank_select && kp.topk >= kGroupRankMinK<G, P>)
       return vector_ok ? launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>, blocks,
                                        0, stream, pdl, kp)
                        : launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0,

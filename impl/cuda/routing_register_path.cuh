@@ -11,8 +11,9 @@
 // not take (too few or too many candidates), the round selection below
 // runs, which is exact for any row. With one warp per row and one expert
 // per lane (E <= 32, decode) rows with k > 4 are ranked instead
-// (warp_row_rank_select), and so are the rows of the E <= 16 tiers that
-// share a warp between rows, from k = 4 (group_row_rank_select).
+// (warp_row_rank_select), and so are the rows of the E <= 32 tiers that
+// share a warp between rows, from k = 4 (k = 8 at E > 16;
+// group_row_rank_select).
 //
 // Round selection. Each lane keeps a sorted list of its best M candidates
 // (M = min(P, 3)); a round is a group-wide max over the list heads, a
@@ -166,7 +167,7 @@ __device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const 
 }
 
 // Ranking for the small-E tiers that share a warp between rows (G < 32
-// lanes of P experts, G * P <= kGroupRankMaxExperts), in a kernel of its
+// lanes of P experts, E <= G * P <= kGroupRankMaxExperts), in a kernel of its
 // own as above: each lane counts, for each of its experts, the row's
 // experts above it in the key order (ord descending, then expert
 // ascending), from one shuffle per expert of the group, all independent;
@@ -189,10 +190,16 @@ __device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const 
 // lists of 3 hold most of a lane's experts) 0.88-0.91x. So k >= 4, and on
 // four experts per lane k >= 2 (k = 3 not timed). Two lanes of 4 for ranked
 // rows at 8192-16384 rows lost (k = 8 1.4-1.5x: each lane compares its
-// four experts with all eight).
-constexpr int kGroupRankMaxExperts = 16;
-template <int P>
-inline constexpr int kGroupRankMinK = P >= 4 ? 2 : 4;
+// four experts with all eight), and so did four lanes of 2 at E <= 8 k = 4
+// past 32768 rows (1.03-1.30x against two lanes of 4). At E in (16, 32]
+// (16 lanes of 2: 32 shuffles and 64 compares per lane) a second A/B (the
+// same day, T = 16-65536, k = 4 / 8): k = 8 0.82-0.88x at 4096 rows (up to
+// 1024 rows one warp per row takes it), k = 4 0.91x with sigmoid at 512-1024
+// rows but 1.08-1.13x at 4096 and softmax even, so there k >= 8 (5-7 not
+// timed).
+constexpr int kGroupRankMaxExperts = 32;
+template <int G, int P>
+inline constexpr int kGroupRankMinK = P >= 4 ? 2 : (G * P > 16 ? 8 : 4);
 
 template <int G, int P>
 struct GroupRankScratch {
@@ -209,7 +216,7 @@ __device__ __forceinline__ void group_row_rank_select(const float (&q)[P], const
                                                       GroupRankScratch<G, P>& sc,
                                                       std::int32_t (&slot_id)[kSlotsPerLane],
                                                       float (&slot_score)[kSlotsPerLane], float& selected_sum) {
-  static_assert(G < 32 && G * P <= kGroupRankMaxExperts, "group ranking: small E, several rows per warp");
+  static_assert(G < 32 && G * P <= kGroupRankMaxExperts, "group ranking: E <= 32, several rows per warp");
   const int lane = threadIdx.x % G;
   const int row = (threadIdx.x % 32) / G;  // the row's index within the warp
   std::uint32_t ord[P];
@@ -261,7 +268,7 @@ inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
 // normalization, one kernel each, so that a launch carries only the code it
 // runs (decode cells 0.975-0.986x the time of one shared kernel, H200).
 // kRank: rows are ranked (warp_row_rank_select for G = 32, P = 1;
-// group_row_rank_select for G < 32, E <= kGroupRankMaxExperts).
+// group_row_rank_select for G < 32, G * P <= kGroupRankMaxExperts).
 // kEstimate: selection from estimated scores (routing_estimate_select.cuh;
 // G = 32: k in [2, 8] from P = 4 (kEstimateTopK), k = 1 from P = 8
 // (kEstimateTop1), full tiers, and from P = 8 the others (k >= 2 with

@@ -314,16 +314,17 @@ TEST(CudaKernel, RankingKernelOnEveryRowCountItTakes) {
 }
 
 // The group ranking kernel of the small-E tiers that share a warp between
-// rows (E <= 16: four or two lanes of 2 or 4 experts at E <= 8, eight lanes
-// of 2 at E <= 16; k >= 4, and k >= 2 on two lanes of 4 from 32768 rows;
-// k = 2-3 elsewhere the rounds) at row counts that take each tier, with
+// rows (four or two lanes of 2 or 4 experts at E <= 8, eight lanes of 2 at
+// E <= 16, 16 lanes of 2 at E <= 32; k >= 4, k >= 2 on two lanes of 4 from
+// 32768 rows, k >= 8 at E > 16; smaller k the rounds) at row counts that
+// take each tier, with
 // padded rows, rows past T in the last block, ties across lanes and NaN:
 // equal to the reference and, bit for bit, to the round selection.
 TEST(CudaKernel, GroupRankingKernelOnTheSmallExpertTiers) {
   SKIP_WITHOUT_GPU();
   std::uint64_t seed = testing::test_seed();
-  for (std::int64_t E : {5, 8, 13, 16})
-    for (std::int64_t k : {2, 3, 4, 8, 16}) {
+  for (std::int64_t E : {5, 8, 13, 16, 17, 32})
+    for (std::int64_t k : {2, 3, 4, 8, 16, 32}) {
       if (k > E) continue;
       for (std::int64_t tokens : {1030, 8200, 32800}) {
         CaseConfig cfg;
@@ -571,7 +572,7 @@ TEST(Sanitizer, RepresentativeSubset) {
 // (routing_tier_table.cuh: two lanes per row at E = 8, 16 / 8 / 4 lanes at
 // E = 64, eight lanes at E = 128 k = 1, 16 lanes at E = 256 k = 1, one warp
 // per row with the estimates at E = 128 k = 8), and the group ranking kernel
-// at E = 8 and 16, each at a row count that takes it, with padded rows and
+// at E = 8, 16 and 32, each at a row count that takes it, with padded rows and
 // contiguous logits (their vector loads).
 TEST(Sanitizer, RowDependentRegisterTiers) {
   SKIP_WITHOUT_GPU();
@@ -585,7 +586,8 @@ TEST(Sanitizer, RowDependentRegisterTiers) {
                          Shape{64, 1, 32800, Normalization::kSigmoid}, Shape{128, 1, 8200, Normalization::kSoftmax},
                          Shape{128, 1, 8200, Normalization::kSigmoid, DType::kBFloat16},
                          Shape{128, 8, 4100, Normalization::kSigmoid}, Shape{256, 1, 8200, Normalization::kSigmoid},
-                         Shape{8, 8, 8200, Normalization::kSoftmax}, Shape{16, 4, 8200, Normalization::kSigmoid}}) {
+                         Shape{8, 8, 8200, Normalization::kSoftmax}, Shape{16, 4, 8200, Normalization::kSigmoid},
+                         Shape{32, 8, 4100, Normalization::kSigmoid, DType::kBFloat16}}) {
     CaseConfig cfg;
     cfg.experts = s.experts;
     cfg.topk = s.topk;
