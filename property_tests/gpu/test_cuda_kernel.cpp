@@ -284,65 +284,61 @@ TEST(CudaKernel, DecodeTiersEqualTheOtherPaths) {
       }
 }
 
+// A ranked-rows case: ties across lanes (quantized logits), padded rows,
+// the normalization alternating with the seed.
+CaseConfig ranked_rows_case(std::int64_t E, std::int64_t k, std::int64_t tokens, std::uint64_t seed) {
+  CaseConfig cfg;
+  cfg.experts = E;
+  cfg.topk = k;
+  cfg.tokens = tokens;
+  cfg.logits = harness::LogitsDistribution::kQuantized;
+  cfg.padding = harness::PaddingMode::kSparse;
+  cfg.normalization = (seed % 2) ? Normalization::kSoftmax : Normalization::kSigmoid;
+  cfg.seed = seed;
+  return cfg;
+}
+
+// The tier table's launch of `cfg` against the reference and, bit for bit,
+// against the round selection.
+void expect_ranked_rows_equal_rounds(const CaseConfig& cfg, const std::string& what) {
+  const RoutingCase c(cfg);
+  const RoutingOutput automatic = harness::run_cuda_case(c);
+  EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << harness::describe(cfg);
+  expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
+                       what + " vs round selection, " + harness::describe(cfg));
+}
+
 // The E <= 32 tier's ranking kernel (k >= 5) on every row count the tier
 // takes it (up to 1024 rows: several rows per block and rows past T in the
-// last block) and with padded rows, which it must skip and mark: equal to
-// the reference and, bit for bit, to the round selection.
+// last block) and with padded rows, which it must skip and mark.
 TEST(CudaKernel, RankingKernelOnEveryRowCountItTakes) {
   SKIP_WITHOUT_GPU();
   std::uint64_t seed = testing::test_seed();
   for (std::int64_t E : {5, 8, 32})
-    for (std::int64_t k : {5, 8, 32}) {
-      if (k > E) continue;
-      for (std::int64_t tokens : {1, 129, 1024}) {
-        CaseConfig cfg;
-        cfg.experts = E;
-        cfg.topk = k;
-        cfg.tokens = tokens;
-        cfg.logits = harness::LogitsDistribution::kQuantized;  // ties across lanes
-        cfg.padding = harness::PaddingMode::kSparse;
-        cfg.normalization = (seed % 2) ? Normalization::kSoftmax : Normalization::kSigmoid;
-        cfg.seed = seed++;
-        const RoutingCase c(cfg);
-        const std::string where = "E=" + std::to_string(E) + " k=" + std::to_string(k) + " T=" + std::to_string(tokens);
-        const RoutingOutput automatic = harness::run_cuda_case(c);
-        EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << where;
-        expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
-                             "ranking vs round selection, " + where);
-      }
-    }
+    for (std::int64_t k : {5, 8, 32})
+      for (std::int64_t tokens : {1, 129, 1024})
+        if (k <= E) expect_ranked_rows_equal_rounds(ranked_rows_case(E, k, tokens, seed++), "ranking");
 }
 
 // The group ranking kernel of the small-E tiers that share a warp between
 // rows (four or two lanes of 2 or 4 experts at E <= 8, eight lanes of 2 at
 // E <= 16, 16 lanes of 2 at E <= 32; k >= 4, k >= 2 on two lanes of 4 from
 // 32768 rows, k >= 8 at E > 16; smaller k the rounds) at row counts that
-// take each tier, with
-// padded rows, rows past T in the last block, ties across lanes and NaN:
-// equal to the reference and, bit for bit, to the round selection.
+// take each tier, with padded rows, rows past T in the last block, ties
+// across lanes, NaN in every third case and bf16 logits in half of them.
 TEST(CudaKernel, GroupRankingKernelOnTheSmallExpertTiers) {
   SKIP_WITHOUT_GPU();
   std::uint64_t seed = testing::test_seed();
   for (std::int64_t E : {5, 8, 13, 16, 17, 32})
-    for (std::int64_t k : {2, 3, 4, 8, 16, 32}) {
-      if (k > E) continue;
+    for (std::int64_t k : {2, 3, 4, 8, 16, 32})
       for (std::int64_t tokens : {1030, 8200, 32800}) {
-        CaseConfig cfg;
-        cfg.experts = E;
-        cfg.topk = k;
-        cfg.tokens = tokens;
-        cfg.logits = (seed % 3) ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNaNs;
-        cfg.padding = harness::PaddingMode::kSparse;
-        cfg.normalization = (seed % 2) ? Normalization::kSoftmax : Normalization::kSigmoid;
+        if (k > E) continue;
+        CaseConfig cfg = ranked_rows_case(E, k, tokens, seed);
+        if (seed % 3 == 0) cfg.logits = harness::LogitsDistribution::kNaNs;
         cfg.logits_dtype = (seed % 4) < 2 ? DType::kFloat32 : DType::kBFloat16;
-        cfg.seed = seed++;
-        const RoutingCase c(cfg);
-        const RoutingOutput automatic = harness::run_cuda_case(c);
-        EXPECT_TRUE(testing::Passes(harness::compare_output(c, automatic))) << harness::describe(cfg);
-        expect_bitwise_equal(automatic, harness::run_cuda_case(c, {.force_round_selection = true}),
-                             "group ranking vs round selection, " + harness::describe(cfg));
+        ++seed;
+        expect_ranked_rows_equal_rounds(cfg, "group ranking");
       }
-    }
 }
 
 // Every (E, k, tokens) with k <= E, the logits distribution (normal,
