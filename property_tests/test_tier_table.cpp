@@ -238,6 +238,66 @@ TEST(TierTable, ThresholdSelection) {
   EXPECT_TRUE(preferred({1, 192, 1}, {.force_threshold_selection = true}));
 }
 
+// The register path's tiers (lanes per row x experts per lane, blocks per
+// SM) and where their rows are ranked: the rules of routing_tier_table.cuh
+// by k and the row count at E = 8, 16, 32, 64, 128, 256 and 512.
+TEST(TierTable, RegisterTiers) {
+  auto tier_of = [](const Call& c, const cuda::LaunchOptions& options = {}) {
+    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    const cuda::RegisterTier t = cuda::register_tier(p, options);
+    return std::to_string(t.lanes) + "x" + std::to_string(t.experts_per_lane) + "/" + std::to_string(t.min_blocks) +
+           (cuda::register_rows_ranked(p, options) ? " ranked" : "");
+  };
+  auto expect_tier = [&](const Call& c, const std::string& want, const cuda::LaunchOptions& options = {}) {
+    EXPECT_EQ(tier_of(c, options), want) << where(c);
+  };
+  expect_tier({1, 8, 4}, "32x1/1");                  // one warp per row at few rows
+  expect_tier({1, 8, 5}, "32x1/1 ranked");           // ... ranked from k = 5
+  expect_tier({1024, 8, 8}, "32x1/1 ranked");        // k > 4 up to 1024 rows
+  expect_tier({1024, 8, 4}, "4x2/1 ranked");         // four lanes of 2, ranked from k = 4
+  expect_tier({8192, 8, 2}, "4x2/1");                // ... k = 2-3 by rounds
+  expect_tier({65536, 8, 8}, "4x2/1 ranked");
+  expect_tier({16384, 8, 1}, "2x4/1");               // two lanes of 4: k = 1 from 16384 rows
+  expect_tier({32768, 8, 2}, "2x4/1 ranked");        // ... k <= 4 from 32768, ranked from k = 2
+  expect_tier({16384, 8, 2}, "4x2/1");
+  expect_tier({4096, 16, 4}, "8x2/1 ranked");
+  expect_tier({4096, 32, 4}, "16x2/1");              // E > 16: ranked from k = 8
+  expect_tier({4096, 32, 8}, "16x2/1 ranked");
+  expect_tier({1, 64, 8}, "32x2/1");
+  expect_tier({4096, 64, 1}, "16x4/1");              // E = 64 k = 1: 16 lanes from 4096 rows
+  expect_tier({8192, 64, 4}, "32x2/1");              // ... k > 1 keeps one warp up to 16383 rows
+  expect_tier({16384, 64, 4}, "8x8/1");              // eight lanes of 8 from 16384
+  expect_tier({16384, 64, 8}, "32x2/1");             // ... fp32 sigmoid k > 4 from 32768
+  expect_tier({16384, 64, 8, kBf16}, "8x8/1");
+  expect_tier({32768, 64, 1}, "4x16/2");             // four lanes of 16 for k = 1 from 32768
+  expect_tier({1024, 128, 4}, "32x4/1");
+  expect_tier({4096, 128, 4}, "16x8/1");             // two rows per warp from 4096
+  expect_tier({4096, 128, 8}, "32x4/1");             // ... but sigmoid k = 8 (estimated selection)
+  expect_tier({4096, 128, 8, DType::kFloat32, kSoftmax}, "16x8/1");
+  expect_tier({8192, 128, 1, kBf16}, "8x16/2");      // k = 1: eight lanes of 16 from 8192
+  expect_tier({8192, 128, 1}, "16x8/1");             // ... but fp32 sigmoid
+  expect_tier({8192, 256, 1}, "16x16/2");            // E = 256 k = 1: 16 lanes from 8192
+  expect_tier({8192, 256, 2}, "32x8/1");
+  expect_tier({1024, 384, 8}, "32x12/1");
+  expect_tier({2048, 512, 8}, "32x16/2");            // two blocks per SM up to 2048 rows
+  expect_tier({2049, 512, 8}, "32x16/3");
+  expect_tier({8192, 8, 8}, "4x2/1", {.force_round_selection = true});  // forced rounds: never ranked
+  expect_tier({1, 8, 8}, "32x1/1", {.force_round_selection = true});
+  // Every tier the table names has a build, and holds the row.
+  for (std::int64_t E : {1, 3, 8, 9, 16, 17, 32, 33, 64, 65, 100, 128, 129, 200, 256, 257, 320, 384, 385, 448, 512})
+    for (std::int64_t T : {1, 16, 128, 1024, 2048, 4096, 8192, 16384, 32768, 65536})
+      for (std::int64_t k : {1, 2, 4, 5, 8, 32})
+        for (DType dtype : {DType::kFloat32, kBf16})
+          for (Normalization norm : {Normalization::kSigmoid, kSoftmax}) {
+            if (k > E) continue;
+            const Call c{T, E, k, dtype, norm};
+            const RoutingParams p = shape_only_params(T, E, k, dtype, norm, g_fake_buffer, g_fake_buffer);
+            const cuda::RegisterTier t = cuda::register_tier(p);
+            EXPECT_TRUE(cuda::register_tier_built(t)) << where(c) << ": " << tier_of(c);
+            EXPECT_GE(t.lanes * t.experts_per_lane, E) << where(c) << ": " << tier_of(c);
+          }
+}
+
 TEST(TierTable, LayoutTheVectorPathsCannotLoadFallsBack) {
   // 4 bytes off the 16-byte vectors: the row-per-thread and filter paths
   // cannot load it, so the register path takes the call.

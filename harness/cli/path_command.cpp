@@ -1,6 +1,7 @@
 // `musespark path`: which path of the CUDA kernel a call takes, from the
-// kernel's own tier table (cuda::chosen_path), without a GPU. For a kernel
-// engineer asking where a shape goes before timing it.
+// kernel's own tier table (cuda::chosen_path; on the register path its tier,
+// cuda::register_tier, and whether rows are ranked), without a GPU. For a
+// kernel engineer asking where a shape goes before timing it.
 #include <fmt/core.h>
 
 #include <cstdint>
@@ -42,8 +43,14 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
   cuda::LaunchOptions options;
   options.force_path = force;
   const RoutingParams p = shape_only_params(T, E, k, dtype, norm, stand_in, stand_in);
-  std::string path = cuda::routing_path_name(cuda::chosen_path(p, options));
+  const cuda::RoutingPath chosen = cuda::chosen_path(p, options);
+  std::string path = cuda::routing_path_name(chosen);
   if (cuda::block_threshold_pairs(p, options)) path += " (8 warps, two experts per thread)";
+  if (chosen == cuda::RoutingPath::kRegister || chosen == cuda::RoutingPath::kRegisterScalarLoads) {
+    const cuda::RegisterTier tier = cuda::register_tier(p, options);
+    path += fmt::format(" ({} lanes per row x {} experts per lane{})", tier.lanes, tier.experts_per_lane,
+                        cuda::register_rows_ranked(p, options) ? ", ranked" : "");
+  }
   return path;
 }
 #endif

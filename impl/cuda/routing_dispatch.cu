@@ -184,6 +184,39 @@ bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& 
   return threshold_select_enabled(to_kernel_params(p), options);
 }
 
+namespace {
+
+// Whether the register path's four-per-lane tier loads `kp` as vectors
+// (the launch's register_tier_vector_ok<T, 4>, by the logits dtype).
+bool register_vector4_ok(const KernelParams& kp, DType logits_dtype, const LaunchOptions& options) {
+  if (options.force_path == static_cast<int>(RoutingPath::kRegisterScalarLoads)) return false;
+  switch (logits_dtype) {
+    case DType::kBFloat16: return register_tier_vector_ok<__nv_bfloat16, 4>(kp);
+    case DType::kFloat16: return register_tier_vector_ok<__half, 4>(kp);
+    default: return register_tier_vector_ok<float, 4>(kp);
+  }
+}
+
+}  // namespace
+
+RegisterTier register_tier(const RoutingParams& p, const LaunchOptions& options) {
+  check_launch(p, options);
+  const KernelParams kp = with_selection_choices(to_kernel_params(p), options);
+  return choose_register_tier(kp, static_cast<int>(dtype_size(p.logits_dtype)),
+                              register_vector4_ok(kp, p.logits_dtype, options));
+}
+
+bool register_tier_built(const RegisterTier& tier) {
+  for (const RegisterTier& built : kRegisterTiers)
+    if (built == tier) return true;
+  return false;
+}
+
+bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options) {
+  const RegisterTier tier = register_tier(p, options);
+  return !options.force_round_selection && register_tier_ranks(tier.lanes, tier.experts_per_lane, static_cast<int>(p.topk));
+}
+
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {
   check_launch(p, options);
   const KernelParams kp = to_kernel_params(p);

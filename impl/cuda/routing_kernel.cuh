@@ -100,6 +100,18 @@ struct LaunchOptions {
   bool force_threshold_selection = false;
 };
 
+// A tier of the register path: `lanes` lanes own a row, each holding
+// `experts_per_lane` experts in registers (E <= lanes * experts_per_lane),
+// in a build that fits `min_blocks` blocks of 256 threads per SM.
+struct RegisterTier {
+  int lanes;
+  int experts_per_lane;
+  int min_blocks;
+  constexpr bool operator==(const RegisterTier& o) const {
+    return lanes == o.lanes && experts_per_lane == o.experts_per_lane && min_blocks == o.min_blocks;
+  }
+};
+
 // The kernel's paths, numbered as LaunchOptions::force_path numbers them.
 enum class RoutingPath : int {
   kRegister = 1,
@@ -164,6 +176,20 @@ bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& 
 // thread (block_threshold_pairs_preferred in routing_tier_table.cuh).
 // Host only, like chosen_path.
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options = {});
+
+// The register path's tier for `p` (routing_tier_table.cuh,
+// choose_register_tier), where chosen_path says the register path runs.
+// Host only, like chosen_path.
+RegisterTier register_tier(const RoutingParams& p, const LaunchOptions& options = {});
+
+// Whether the launch has a build of `tier` (routing_tier_table.cuh,
+// kRegisterTiers); it refuses any other. Host only.
+bool register_tier_built(const RegisterTier& tier);
+
+// Whether that tier ranks `p`'s rows instead of selecting them in k rounds
+// (the ranking kernels of the E <= 32 tiers; off under
+// force_round_selection). Host only, like chosen_path.
+bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options = {});
 
 // Whether the lanes that own whole rows (the row-per-thread path, the
 // filter path's ranking) write `p`'s slots by 16- and 8-byte stores: ids

@@ -198,8 +198,14 @@ __device__ __forceinline__ void warp_row_rank_select(const float (&q)[1], const 
 // rows but 1.08-1.13x at 4096 and softmax even, so there k >= 8 (5-7 not
 // timed).
 constexpr int kGroupRankMaxExperts = 32;
-template <int G, int P>
-inline constexpr int kGroupRankMinK = P >= 4 ? 2 : (G * P > 16 ? 8 : 4);
+constexpr int group_rank_min_k(int G, int P) { return P >= 4 ? 2 : (G * P > 16 ? 8 : 4); }
+
+// Whether the tier of G lanes of P experts ranks a row of k (the launch
+// then runs a ranking kernel), given that ranking is allowed at all.
+constexpr bool register_tier_ranks(int G, int P, int k) {
+  if (G == 32) return P == 1 && k >= kRankSelectMinK;
+  return G * P <= kGroupRankMaxExperts && k >= group_rank_min_k(G, P);
+}
 
 template <int G, int P>
 struct GroupRankScratch {
@@ -259,8 +265,9 @@ __device__ __forceinline__ void group_row_rank_select(const float (&q)[P], const
 // warps resident at the price of a spill (28-120 bytes stored, by dtype
 // and variant; ptxas, sm_90a). Which one pays depends on the rows: the
 // launch picks (kSpillFreeMaxRows in routing_tier_table.cuh).
+constexpr int register_min_blocks(int P) { return P >= 16 ? 3 : 1; }
 template <int P>
-inline constexpr int kRegisterMinBlocks = P >= 16 ? 3 : 1;
+inline constexpr int kRegisterMinBlocks = register_min_blocks(P);
 
 // kFull: E == G * P, every register holds an expert; the validity of a
 // register is then the row's liveness, and the per-register bound checks

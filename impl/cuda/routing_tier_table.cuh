@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "routing_launch.cuh"
 
@@ -427,11 +428,10 @@ inline int e64_lanes_per_row(const KernelParams& kp, int logit_bytes) {
 // rows per warp (2026-12-02, T = 2048-16384): k = 8 sigmoid 0.90-0.95x the
 // time at 4096-16384 rows; k = 5 sigmoid 1.01-1.05x, softmax k = 8
 // 0.99-1.03x and k = 4 1.02-1.16x, so those keep two rows per warp (k = 6
-// and 7 not timed).
-template <typename T>
-bool e128_estimates_past_4096(const KernelParams& kp, bool allow_vector) {
-  return kp.num_experts == 128 && kp.estimate_select && !kp.softmax && kp.topk == 8 && allow_vector &&
-         register_tier_vector_ok<T, 4>(kp);
+// and 7 not timed). `vector4_ok`: the call loads its logits and bias as
+// vectors on the four-per-lane tier.
+inline bool e128_estimates_past_4096(const KernelParams& kp, bool vector4_ok) {
+  return kp.num_experts == 128 && kp.estimate_select && !kp.softmax && kp.topk == 8 && vector4_ok;
 }
 
 // k = 1 at E in (64, 128] from 8192 rows: eight lanes per row, 16 experts
@@ -481,6 +481,66 @@ inline bool e8_two_lanes_per_row(const KernelParams& kp) {
 // 512) has no per-register bound checks, and E = 384 on the 16-per-lane
 // tier (a quarter of its registers empty) took 1.2-1.5x the time of its
 // own 12-per-lane tier at 1024-65536 rows (H200).
+//
+// Every tier the table names, each a kernel build (launch_register_tier_of);
+// test_tier_table checks that choose_register_tier names no other.
+inline constexpr RegisterTier kRegisterTiers[] = {
+    {32, 1, 1}, {2, 4, 1},   {4, 2, 1},   {8, 2, 1},  {16, 2, 1},  {4, 16, 2},  {8, 8, 1},   {16, 4, 1},  {32, 2, 1},
+    {8, 16, 2}, {16, 8, 1},  {32, 4, 1},  {16, 16, 2}, {32, 8, 1}, {32, 12, 1}, {32, 16, 2}, {32, 16, 3},
+};
+
+// The register path's tier for a call of E <= kRegisterPathMaxExperts with
+// logits of `logit_bytes` (kp's estimate_select as the launch sets it);
+// `vector4_ok`: the call loads its logits and bias as vectors on the
+// four-per-lane tier.
+inline RegisterTier choose_register_tier(const KernelParams& kp, int logit_bytes, bool vector4_ok) {
+  const int E = kp.num_experts;
+  const std::int64_t rows = kp.num_tokens;
+  const auto tier = [](int lanes, int per_lane, int min_blocks = 0) {
+    return RegisterTier{lanes, per_lane, min_blocks != 0 ? min_blocks : register_min_blocks(per_lane)};
+  };
+  if (small_e_prefers_warp_row(kp)) return tier(32, 1);
+  if (E <= 8) return e8_two_lanes_per_row(kp) ? tier(2, 4) : tier(4, 2);
+  if (E <= 16) return tier(8, 2);
+  if (E <= 32) return tier(16, 2);
+  if (E <= 64) {
+    switch (e64_lanes_per_row(kp, logit_bytes)) {
+      case 4: return tier(4, 16, 2);
+      case 8: return tier(8, 8);
+      case 16: return tier(16, 4);
+      default: return tier(32, 2);
+    }
+  }
+  if (E <= 128 && e128_top1_eight_lanes(kp, logit_bytes)) return tier(8, 16, 2);
+  if (E <= 128) return rows >= 4096 && !e128_estimates_past_4096(kp, vector4_ok) ? tier(16, 8) : tier(32, 4);
+  if (E <= 256) return e256_top1_half_warp(kp) ? tier(16, 16, 2) : tier(32, 8);
+  if (E <= 384) return tier(32, 12);
+  return rows <= kSpillFreeMaxRows ? tier(32, 16, 2) : tier(32, 16);
+}
+
+// Launches the build of tier `t` (one of kRegisterTiers); any other tier is
+// refused with cudaErrorInvalidValue rather than launched as something else.
+template <typename T, std::size_t... I>
+cudaError_t launch_register_tier_of(const RegisterTier& t, const KernelParams& kp, cudaStream_t stream, bool pdl,
+                                    bool vec, std::index_sequence<I...>) {
+  cudaError_t result = cudaErrorInvalidValue;
+  ((t == kRegisterTiers[I] &&
+    (result = launch_register_tier<T, kRegisterTiers[I].lanes, kRegisterTiers[I].experts_per_lane,
+                                   kRegisterTiers[I].min_blocks>(kp, stream, pdl, vec),
+     true)) ||
+   ...);
+  return result;
+}
+
+// The launch's choices that the tier table reads besides the shape: which
+// selections the register path may use.
+inline KernelParams with_selection_choices(KernelParams kp, const LaunchOptions& options) {
+  kp.threshold_select = threshold_select_enabled(kp, options);
+  kp.rank_select = !options.force_round_selection;
+  kp.estimate_select = estimate_select_enabled(kp, options);
+  return kp;
+}
+
 // The path of a call: the forced one, else the first rule above that
 // takes it, else the register path (E <= 512) or the shared-memory path.
 inline RoutingPath choose_path(const KernelParams& kp, const LaunchOptions& options, int logit_bytes) {
@@ -497,12 +557,7 @@ inline RoutingPath choose_path(const KernelParams& kp, const LaunchOptions& opti
 template <typename T>
 cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t stream,
                                       const LaunchOptions& options, bool pdl) {
-  const int E = kp_in.num_experts;
-  const std::int64_t rows = kp_in.num_tokens;
-  KernelParams kp = kp_in;
-  kp.threshold_select = threshold_select_enabled(kp, options);
-  kp.rank_select = !options.force_round_selection;
-  kp.estimate_select = estimate_select_enabled(kp, options);
+  const KernelParams kp = with_selection_choices(kp_in, options);
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
     case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);
@@ -515,30 +570,11 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
     case RoutingPath::kRegister:
     case RoutingPath::kRegisterScalarLoads: break;
   }
-  if (E > kRegisterPathMaxExperts) return launch_shared_path<T>(kp, stream, pdl);  // forced 1 or 3 is refused earlier
+  if (kp.num_experts > kRegisterPathMaxExperts) return launch_shared_path<T>(kp, stream, pdl);  // forced 1 or 3 is refused earlier
   const bool vec = path != RoutingPath::kRegisterScalarLoads;
-  if (small_e_prefers_warp_row(kp)) return launch_register_tier<T, 32, 1>(kp, stream, pdl, vec);
-  if (E <= 8) return e8_two_lanes_per_row(kp) ? launch_register_tier<T, 2, 4>(kp, stream, pdl, vec)
-                                              : launch_register_tier<T, 4, 2>(kp, stream, pdl, vec);
-  if (E <= 16) return launch_register_tier<T, 8, 2>(kp, stream, pdl, vec);
-  if (E <= 32) return launch_register_tier<T, 16, 2>(kp, stream, pdl, vec);
-  if (E <= 64) {
-    switch (e64_lanes_per_row(kp, sizeof(T))) {
-      case 4: return launch_register_tier<T, 4, 16, 2>(kp, stream, pdl, vec);
-      case 8: return launch_register_tier<T, 8, 8>(kp, stream, pdl, vec);
-      case 16: return launch_register_tier<T, 16, 4>(kp, stream, pdl, vec);
-      default: return launch_register_tier<T, 32, 2>(kp, stream, pdl, vec);
-    }
-  }
-  if (E <= 128 && e128_top1_eight_lanes(kp, sizeof(T))) return launch_register_tier<T, 8, 16, 2>(kp, stream, pdl, vec);
-  if (E <= 128) return rows >= 4096 && !e128_estimates_past_4096<T>(kp, vec)
-                           ? launch_register_tier<T, 16, 8>(kp, stream, pdl, vec)
-                           : launch_register_tier<T, 32, 4>(kp, stream, pdl, vec);
-  if (E <= 256) return e256_top1_half_warp(kp) ? launch_register_tier<T, 16, 16, 2>(kp, stream, pdl, vec)
-                                               : launch_register_tier<T, 32, 8>(kp, stream, pdl, vec);
-  if (E <= 384) return launch_register_tier<T, 32, 12>(kp, stream, pdl, vec);
-  return rows <= kSpillFreeMaxRows ? launch_register_tier<T, 32, 16, 2>(kp, stream, pdl, vec)
-                                   : launch_register_tier<T, 32, 16>(kp, stream, pdl, vec);
+  const RegisterTier tier = choose_register_tier(kp, sizeof(T), vec && register_tier_vector_ok<T, 4>(kp));
+  return launch_register_tier_of<T>(tier, kp, stream, pdl, vec,
+                                    std::make_index_sequence<sizeof(kRegisterTiers) / sizeof(kRegisterTiers[0])>{});
 }
 
 }  // namespace musespark::cuda
