@@ -24,10 +24,13 @@ struct Call {
   std::size_t logits_offset = 0;  // bytes: 4 misaligns the 16-byte vectors
 };
 
+RoutingParams params_of(const Call& c) {
+  return shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer + c.logits_offset,
+                           g_fake_buffer);
+}
+
 std::string path_of(const Call& c, const cuda::LaunchOptions& options = {}) {
-  const RoutingParams p =
-      shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer + c.logits_offset, g_fake_buffer);
-  return cuda::routing_path_name(cuda::chosen_path(p, options));
+  return cuda::routing_path_name(cuda::chosen_path(params_of(c), options));
 }
 
 std::string where(const Call& c) {
@@ -168,7 +171,7 @@ TEST(TierTable, LargeBatchCells) {
 // table asks for it (the launch adds the full-tier and vector-load checks).
 TEST(TierTable, EstimatedSelection) {
   auto preferred = [](const Call& c, const cuda::LaunchOptions& options = {}) {
-    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    const RoutingParams p = params_of(c);
     return cuda::estimated_selection_preferred(p, options);
   };
   EXPECT_TRUE(preferred({1024, 256, 1}));                      // k = 1 from 8 experts per lane
@@ -199,7 +202,7 @@ TEST(TierTable, EstimatedSelection) {
 // to 128 rows.
 TEST(TierTable, BlockThresholdPairs) {
   auto pairs = [](const Call& c, const cuda::LaunchOptions& options = {}) {
-    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    const RoutingParams p = params_of(c);
     return cuda::block_threshold_pairs(p, options);
   };
   EXPECT_TRUE(pairs({1, 512, 4}));                                 // fp32 sigmoid k <= 4
@@ -219,7 +222,7 @@ TEST(TierTable, BlockThresholdPairs) {
 
 TEST(TierTable, ThresholdSelection) {
   auto preferred = [](const Call& c, const cuda::LaunchOptions& options = {}) {
-    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    const RoutingParams p = params_of(c);
     return cuda::threshold_selection_preferred(p, options);
   };
   EXPECT_TRUE(preferred({1024, 192, 4}));     // any k >= 2 from 1024 rows
@@ -243,7 +246,7 @@ TEST(TierTable, ThresholdSelection) {
 // by k and the row count at E = 8, 16, 32, 64, 128, 256 and 512.
 TEST(TierTable, RegisterTiers) {
   auto tier_of = [](const Call& c, const cuda::LaunchOptions& options = {}) {
-    const RoutingParams p = shape_only_params(c.tokens, c.experts, c.topk, c.dtype, c.norm, g_fake_buffer, g_fake_buffer);
+    const RoutingParams p = params_of(c);
     const cuda::RegisterTier t = cuda::register_tier(p, options);
     return std::to_string(t.lanes) + "x" + std::to_string(t.experts_per_lane) + "/" + std::to_string(t.min_blocks) +
            (cuda::register_rows_ranked(p, options) ? " ranked" : "");
@@ -291,8 +294,7 @@ TEST(TierTable, RegisterTiers) {
           for (Normalization norm : {Normalization::kSigmoid, kSoftmax}) {
             if (k > E) continue;
             const Call c{T, E, k, dtype, norm};
-            const RoutingParams p = shape_only_params(T, E, k, dtype, norm, g_fake_buffer, g_fake_buffer);
-            const cuda::RegisterTier t = cuda::register_tier(p);
+            const cuda::RegisterTier t = cuda::register_tier(params_of(c));
             EXPECT_TRUE(cuda::register_tier_built(t)) << where(c) << ": " << tier_of(c);
             EXPECT_GE(t.lanes * t.experts_per_lane, E) << where(c) << ": " << tier_of(c);
           }

@@ -197,13 +197,21 @@ bool register_vector4_ok(const KernelParams& kp, DType logits_dtype, const Launc
   }
 }
 
+// The call's kernel parameters with the launch's selection choices.
+KernelParams launch_choices(const RoutingParams& p, const LaunchOptions& options) {
+  check_launch(p, options);
+  return with_selection_choices(to_kernel_params(p), options);
+}
+
+RegisterTier register_tier_of(const KernelParams& kp, DType logits_dtype, const LaunchOptions& options) {
+  return choose_register_tier(kp, static_cast<int>(dtype_size(logits_dtype)),
+                              register_vector4_ok(kp, logits_dtype, options));
+}
+
 }  // namespace
 
 RegisterTier register_tier(const RoutingParams& p, const LaunchOptions& options) {
-  check_launch(p, options);
-  const KernelParams kp = with_selection_choices(to_kernel_params(p), options);
-  return choose_register_tier(kp, static_cast<int>(dtype_size(p.logits_dtype)),
-                              register_vector4_ok(kp, p.logits_dtype, options));
+  return register_tier_of(launch_choices(p, options), p.logits_dtype, options);
 }
 
 bool register_tier_built(const RegisterTier& tier) {
@@ -213,8 +221,9 @@ bool register_tier_built(const RegisterTier& tier) {
 }
 
 bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options) {
-  const RegisterTier tier = register_tier(p, options);
-  return !options.force_round_selection && register_tier_ranks(tier.lanes, tier.experts_per_lane, static_cast<int>(p.topk));
+  const KernelParams kp = launch_choices(p, options);
+  const RegisterTier tier = register_tier_of(kp, p.logits_dtype, options);
+  return kp.rank_select && register_tier_ranks(tier.lanes, tier.experts_per_lane, kp.topk);
 }
 
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {

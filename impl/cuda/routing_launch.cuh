@@ -64,12 +64,10 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   constexpr int kVec = register_tier_vector<T, P>();
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector_ok = allow_vector && register_tier_vector_ok<T, P>(kp);
-  if constexpr (G == 32 && P == 1) {  // k >= kRankSelectMinK: the ranking kernel
-    if (kp.rank_select && register_tier_ranks(G, P, kp.topk))
-      return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0, stream,
-                           pdl, kp);
-  }
-  if constexpr (G < 32 && G * P <= kGroupRankMaxExperts) {  // k >= group_rank_min_k: the group ranking kernel
+  // The ranking kernels (register_tier_ranks: one warp per row of one
+  // expert per lane from k = 5, the E <= 32 tiers that share a warp from
+  // group_rank_min_k); P = 1 has no vector loads (kVec = 1).
+  if constexpr ((G == 32 && P == 1) || (G < 32 && G * P <= kGroupRankMaxExperts)) {
     if (kp.rank_select && register_tier_ranks(G, P, kp.topk))
       return vector_ok ? launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>, blocks,
                                        0, stream, pdl, kp)
