@@ -57,6 +57,31 @@ bool register_tier_vector_ok(const KernelParams& kp) {
          bias_addr % (kBiasVec * sizeof(float)) == 0 && (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
 }
 
+// One warp per row with 8+ experts per lane, on grids of one to two
+// blocks per SM: dynamic shared memory (unused) sized so that at most two
+// blocks share an SM, where the registers would let three or four share
+// one and leave others with one (docs/performance.md, next steps 4: fp32
+// E = 512 and E = 384 at 2048 rows).
+template <int G, int P, typename Kernel>
+cudaError_t launch_spread(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream, bool pdl,
+                          const KernelParams& kp) {
+  if constexpr (G == 32 && P >= 8) {
+    int device = 0, sms = 0, per_sm_bytes = 0;
+    cudaFuncAttributes attr{};
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) == cudaSuccess &&
+        cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && blocks > static_cast<unsigned>(sms) &&
+        blocks <= 2u * static_cast<unsigned>(sms)) {
+      const long long pad = per_sm_bytes / 2 - static_cast<long long>(attr.sharedSizeBytes) - 1024;
+      if (pad > 0 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(pad)) == cudaSuccess)
+        smem = static_cast<std::size_t>(pad);
+    }
+  }
+  return launch_kernel(kernel, blocks, smem, stream, pdl, kp);
+}
+
 template <typename T, int G, int P, int kMinBlocks, bool kSoftmax>
 cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t stream, bool pdl,
                                       bool allow_vector) {
@@ -69,9 +94,9 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   // group_rank_min_k); P = 1 has no vector loads (kVec = 1).
   if constexpr ((G == 32 && P == 1) || (G < 32 && G * P <= kGroupRankMaxExperts)) {
     if (kp.rank_select && register_tier_ranks(G, P, kp.topk))
-      return vector_ok ? launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>, blocks,
+      return vector_ok ? launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>, blocks,
                                        0, stream, pdl, kp)
-                       : launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0,
+                       : launch_spread<G, P>(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0,
                                        stream, pdl, kp);
   }
   // Where the tier table asks for it (estimate_select_preferred), on the
@@ -89,18 +114,18 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       const bool full = kp.num_experts == G * P;
       if constexpr (P >= 8) {
         if (kp.topk == 1)
-          return full ? launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false,
+          return full ? launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false,
                                                             kEstimateTop1>, blocks, 0, stream, pdl, kp)
-                      : launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
+                      : launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
                                                             kEstimateTop1>, blocks, 0, stream, pdl, kp);
         if constexpr (!kSoftmax) {
           if (!full)
-            return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
+            return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
                                                        kEstimateTopK>, blocks, 0, stream, pdl, kp);
         }
       }
       if (full && kp.topk >= 2)
-        return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
+        return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
                              blocks, 0, stream, pdl, kp);
     }
   }
@@ -108,12 +133,12 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {
     if (vector_ok && kp.num_experts == G * P)
-      return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>, blocks, 0, stream, pdl,
+      return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>, blocks, 0, stream, pdl,
                            kp);
   }
   if (vector_ok)
-    return launch_kernel(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
-  return launch_kernel(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+    return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+  return launch_spread<G, P>(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
 }
 
 template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
