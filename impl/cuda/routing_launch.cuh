@@ -57,26 +57,60 @@ bool register_tier_vector_ok(const KernelParams& kp) {
          bias_addr % (kBiasVec * sizeof(float)) == 0 && (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
 }
 
-// One warp per row with 8+ experts per lane, on grids of one to two
-// blocks per SM: dynamic shared memory (unused) sized so that at most two
-// blocks share an SM, where the registers would let three or four share
-// one and leave others with one (docs/performance.md, next steps 4: fp32
-// E = 512 and E = 384 at 2048 rows).
+// Grids of one to two blocks per SM on the register tiers of one warp per
+// row with 8+ experts per lane (E > 128): each block also requests unused
+// dynamic shared memory, half an SM's less its static share, so that at
+// most two blocks share an SM. Their registers would let three or four
+// share one, and at 2048 rows (256 blocks on 132 SMs) some SMs then ran
+// three or four while others ran one. H200, A/B of two rounds against
+// d047963 (2026-12-03, T = 1024 / 1100 / 1536 / 2048, E = 256 / 320 / 384 /
+// 512, k = 1 / 4 / 8, both dtypes and normalizations): T = 2048 0.925x /
+// 0.929x the time (E = 320 softmax 0.79-0.80x, E = 384 0.84-0.87x, fp32
+// E = 512 k = 4-8 0.83-0.86x, E = 256 k = 1 0.96-0.97x), T = 1100 and 1536
+// even (0.998-1.004x), no cell slower by > 3%; grids of one block per SM
+// or fewer (T = 1024) and of more than two (T >= 2112) are launched as
+// before.
+inline bool two_blocks_per_sm_preferred(int lanes, int experts_per_lane, long long blocks, int sms) {
+  return lanes == 32 && experts_per_lane >= 8 && blocks > sms && blocks <= 2LL * sms;
+}
+
+// The dynamic shared memory that holds `kernel` to two blocks per SM on
+// the current device, or 0 (a query failed; the launch then goes as
+// before, and the failed query's error is cleared so that it is not
+// mistaken for the launch's).
+template <typename Kernel>
+std::size_t two_blocks_per_sm_smem(Kernel kernel) {
+  int device = 0, per_sm_bytes = 0;
+  cudaFuncAttributes attr{};
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
+      cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  constexpr long long kReservedPerBlock = 1024;  // the system's shared memory per block (sm_80 and later)
+  const long long pad = per_sm_bytes / 2 - static_cast<long long>(attr.sharedSizeBytes) - kReservedPerBlock;
+  if (pad <= 0) return 0;
+  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(pad)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return static_cast<std::size_t>(pad);
+}
+
+// Launches a register-path kernel of the tier (G, P), two blocks per SM at
+// most where two_blocks_per_sm_preferred says so.
 template <int G, int P, typename Kernel>
-cudaError_t launch_spread(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream, bool pdl,
-                          const KernelParams& kp) {
+cudaError_t launch_register_kernel(Kernel kernel, unsigned blocks, cudaStream_t stream, bool pdl,
+                                   const KernelParams& kp) {
+  std::size_t smem = 0;
   if constexpr (G == 32 && P >= 8) {
-    int device = 0, sms = 0, per_sm_bytes = 0;
-    cudaFuncAttributes attr{};
+    int device = 0, sms = 0;
     if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) == cudaSuccess &&
-        cudaFuncGetAttributes(&attr, kernel) == cudaSuccess && blocks > static_cast<unsigned>(sms) &&
-        blocks <= 2u * static_cast<unsigned>(sms)) {
-      const long long pad = per_sm_bytes / 2 - static_cast<long long>(attr.sharedSizeBytes) - 1024;
-      if (pad > 0 && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(pad)) == cudaSuccess)
-        smem = static_cast<std::size_t>(pad);
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
+      if (two_blocks_per_sm_preferred(G, P, blocks, sms)) smem = two_blocks_per_sm_smem(kernel);
+    } else {
+      (void)cudaGetLastError();
     }
   }
   return launch_kernel(kernel, blocks, smem, stream, pdl, kp);
@@ -89,15 +123,14 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   constexpr int kVec = register_tier_vector<T, P>();
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector_ok = allow_vector && register_tier_vector_ok<T, P>(kp);
+  const auto launch = [&](auto kernel) { return launch_register_kernel<G, P>(kernel, blocks, stream, pdl, kp); };
   // The ranking kernels (register_tier_ranks: one warp per row of one
   // expert per lane from k = 5, the E <= 32 tiers that share a warp from
   // group_rank_min_k); P = 1 has no vector loads (kVec = 1).
   if constexpr ((G == 32 && P == 1) || (G < 32 && G * P <= kGroupRankMaxExperts)) {
     if (kp.rank_select && register_tier_ranks(G, P, kp.topk))
-      return vector_ok ? launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>, blocks,
-                                       0, stream, pdl, kp)
-                       : launch_spread<G, P>(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>, blocks, 0,
-                                       stream, pdl, kp);
+      return vector_ok ? launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>)
+                       : launch(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>);
   }
   // Where the tier table asks for it (estimate_select_preferred), on the
   // full one-warp-per-row tiers from 4 experts per lane: kernels that
@@ -114,31 +147,26 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       const bool full = kp.num_experts == G * P;
       if constexpr (P >= 8) {
         if (kp.topk == 1)
-          return full ? launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false,
-                                                            kEstimateTop1>, blocks, 0, stream, pdl, kp)
-                      : launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
-                                                            kEstimateTop1>, blocks, 0, stream, pdl, kp);
+          return full ? launch(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTop1>)
+                      : launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false, kEstimateTop1>);
         if constexpr (!kSoftmax) {
           if (!full)
-            return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
-                                                       kEstimateTopK>, blocks, 0, stream, pdl, kp);
+            return launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false, kEstimateTopK>);
         }
       }
       if (full && kp.topk >= 2)
-        return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>,
-                             blocks, 0, stream, pdl, kp);
+        return launch(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>);
     }
   }
   // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {
     if (vector_ok && kp.num_experts == G * P)
-      return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>, blocks, 0, stream, pdl,
-                           kp);
+      return launch(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>);
   }
   if (vector_ok)
-    return launch_spread<G, P>(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
-  return launch_spread<G, P>(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>, blocks, 0, stream, pdl, kp);
+    return launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>);
+  return launch(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>);
 }
 
 template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>

@@ -376,6 +376,31 @@ void expect_forced_path_equals_shared(int path, const std::string& name, std::in
     }
 }
 
+// The register tiers of one warp per row with 8+ experts per lane hold a
+// grid of one to two blocks per SM to two blocks per SM by requesting
+// dynamic shared memory (two_blocks_per_sm_preferred): 1100 and 2048 rows
+// are such grids on an H100 or H200, 1024 and 4096 rows are not. The
+// results must not move: against the reference and, bit for bit, the
+// round selection (launched on the same grid), with padded rows and ties.
+TEST(CudaKernel, RegisterTiersHeldToTwoBlocksPerSm) {
+  SKIP_WITHOUT_GPU();
+  std::uint64_t i = 0;
+  for (std::int64_t E : {256, 320, 384, 512})
+    for (std::int64_t k : {1, 4, 8})
+      for (std::int64_t tokens : {1024, 1100, 2048, 4096}) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = tokens;
+        cfg.logits_dtype = i % 2 ? DType::kBFloat16 : DType::kFloat32;
+        cfg.normalization = (i / 2) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.logits = i % 3 == 0 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+        cfg.padding = harness::PaddingMode::kSparse;
+        cfg.seed = testing::test_seed() + i++;
+        expect_ranked_rows_equal_rounds(cfg, "two blocks per SM");
+      }
+}
+
 // The block-rank path (one block per row, one expert per thread) on every
 // width it has (2-16 warps, the last one partly or wholly empty), k across
 // the 32-entry warp lists (k = 31-33: a warp lists all its experts from
