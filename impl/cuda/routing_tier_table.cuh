@@ -201,9 +201,10 @@ constexpr std::int64_t kThresholdSelectSmallKMinRows = 129;
 // (0.86-1.02x at 256-512 rows but 1.0-1.07x from 2048, up to 1.29x at
 // E = 512) and k = 3 (not measured); E = 512 softmax k = 4 from 1024 rows
 // (1.03-1.16x in five of six cells); E = 128 k = 4 below 2048 rows. k =
-// 5-7 are between the measured 4 and 8. Not explained: fp32 E = 512 at
-// 2048 rows lost at k = 4 and 8 (1.07-1.16x) where 1024 and 4096 rows
-// gained (docs/performance.md, next steps).
+// 5-7 are between the measured 4 and 8. fp32 E = 512 at 2048 rows lost at
+// k = 4 and 8 (1.07-1.16x) where 1024 and 4096 rows gained: the blocks'
+// spread over the SMs, which two_blocks_per_sm_preferred (routing_launch.cuh)
+// now evens out (0.83-0.86x the time there).
 // The tiers that are not full (E in (128, 512] but 256, 384, 512: registers
 // past E hold no expert, each with its bound check) take it with sigmoid
 // and k = 4-8 up to kEstimatePartialTierMaxRows (below 256 experts at any
