@@ -65,8 +65,9 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 // three or four while others ran one. H200, A/B of two rounds against
 // d047963 (2026-12-03, T = 1024 / 1100 / 1536 / 2048, E = 256 / 320 / 384 /
 // 512, k = 1 / 4 / 8, both dtypes and normalizations): T = 2048 0.925x /
-// 0.929x the time (E = 320 softmax 0.79-0.80x, E = 384 0.84-0.87x, fp32
-// E = 512 k = 4-8 0.83-0.86x, E = 256 k = 1 0.96-0.97x), T = 1100 and 1536
+// 0.929x the time (E = 320 softmax 0.79-0.81x, E = 384 0.84-0.88x, fp32
+// E = 512 k = 4-8 0.83-0.86x but softmax k = 4 even, E = 256 k = 1
+// 0.96-0.97x), T = 1100 and 1536
 // even (0.998-1.004x), no cell slower by > 3%; grids of one block per SM
 // or fewer (T = 1024) and of more than two (T >= 2112) are launched as
 // before.
