@@ -241,6 +241,25 @@ TEST(TierTable, ThresholdSelection) {
   EXPECT_TRUE(preferred({1, 192, 1}, {.force_threshold_selection = true}));
 }
 
+// Grids of one to two blocks per SM on the tiers of one warp per row with
+// 8+ experts per lane are held to two blocks per SM (132 SMs: an H100 SXM
+// or H200; 8 rows a block).
+TEST(TierTable, RegisterGridsHeldToTwoBlocksPerSm) {
+  constexpr int kSms = 132;
+  auto held = [](const Call& c) { return cuda::register_blocks_held_to_two_per_sm(params_of(c), kSms); };
+  EXPECT_FALSE(held({1056, 512, 8}));  // 132 blocks: one per SM
+  EXPECT_TRUE(held({1057, 512, 8}));
+  EXPECT_TRUE(held({2048, 512, 8}));
+  EXPECT_TRUE(held({2112, 384, 4, kBf16, kSoftmax}));  // 264 blocks
+  EXPECT_FALSE(held({2113, 384, 4}));                   // 265
+  EXPECT_TRUE(held({2048, 256, 1}));
+  EXPECT_TRUE(held({2048, 320, 8, DType::kFloat32, kSoftmax}));
+  EXPECT_FALSE(held({2048, 128, 8}));                   // four experts per lane
+  EXPECT_FALSE(held({2048, 64, 8}));
+  EXPECT_FALSE(held({16, 512, 8}));                     // another path
+  EXPECT_FALSE(held({8192, 512, 8}));
+}
+
 // The register path's tiers (lanes per row x experts per lane, blocks per
 // SM) and where their rows are ranked: the rules of routing_tier_table.cuh
 // by k and the row count at E = 8, 16, 32, 64, 128, 256 and 512.

@@ -226,6 +226,18 @@ bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options) 
   return kp.rank_select && register_tier_ranks(tier.lanes, tier.experts_per_lane, kp.topk);
 }
 
+bool register_blocks_held_to_two_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options) {
+  const RoutingPath path = chosen_path(p, options);
+  if ((path != RoutingPath::kRegister && path != RoutingPath::kRegisterScalarLoads) ||
+      p.num_experts > kRegisterPathMaxExperts)
+    return false;
+  const KernelParams kp = launch_choices(p, options);
+  const RegisterTier tier = register_tier_of(kp, p.logits_dtype, options);
+  const std::int64_t rows_per_block = kBlockThreads / tier.lanes;
+  const std::int64_t blocks = (p.num_tokens + rows_per_block - 1) / rows_per_block;
+  return two_blocks_per_sm_preferred(tier.lanes, tier.experts_per_lane, blocks, sm_count);
+}
+
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {
   check_launch(p, options);
   const KernelParams kp = to_kernel_params(p);
