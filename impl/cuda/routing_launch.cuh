@@ -67,10 +67,9 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 // 512, k = 1 / 4 / 8, both dtypes and normalizations): T = 2048 0.925x /
 // 0.929x the time (E = 320 softmax 0.79-0.81x, E = 384 0.84-0.88x, fp32
 // E = 512 k = 4-8 0.83-0.86x but softmax k = 4 even, E = 256 k = 1
-// 0.96-0.97x), T = 1100 and 1536
-// even (0.998-1.004x), no cell slower by > 3%; grids of one block per SM
-// or fewer (T = 1024) and of more than two (T >= 2112) are launched as
-// before.
+// 0.96-0.97x), T = 1100 and 1536 even (0.998-1.004x), no cell slower by
+// > 3%; grids of one block per SM or fewer (T = 1024) and of more than two
+// (T > 2112) are launched as before.
 inline bool two_blocks_per_sm_preferred(int lanes, int experts_per_lane, long long blocks, int sms) {
   return lanes == 32 && experts_per_lane >= 8 && blocks > sms && blocks <= 2LL * sms;
 }
