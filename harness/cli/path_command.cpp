@@ -1,7 +1,8 @@
 // `musespark path`: which path of the CUDA kernel a call takes, from the
 // kernel's own tier table (cuda::chosen_path; on the register path its tier,
-// cuda::register_tier, and whether rows are ranked), without a GPU. For a
-// kernel engineer asking where a shape goes before timing it.
+// cuda::register_tier, whether rows are ranked, and whether the grid is held
+// to two blocks per SM on a GPU of --sms SMs), without a GPU. For a kernel
+// engineer asking where a shape goes before timing it.
 #include <fmt/core.h>
 
 #include <cstdint>
@@ -27,6 +28,7 @@ struct PathSettings {
   std::string dtype = "float32";
   std::string norm = "sigmoid";
   int force_path = 0;
+  int sms = 132;  // an H100 SXM or H200
 };
 
 DType parse_logits_dtype(const std::string& name) {
@@ -38,7 +40,8 @@ DType parse_logits_dtype(const std::string& name) {
 // The kernel's choice reads the shape, the dtype, the normalization and the
 // alignment of the pointers, never the data: a 16-byte aligned host buffer
 // stands in.
-std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, Normalization norm, int force) {
+std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, Normalization norm, int force,
+                    int sms) {
   alignas(16) static unsigned char stand_in[16];
   cuda::LaunchOptions options;
   options.force_path = force;
@@ -48,8 +51,9 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
   if (cuda::block_threshold_pairs(p, options)) path += " (8 warps, two experts per thread)";
   if (chosen == cuda::RoutingPath::kRegister || chosen == cuda::RoutingPath::kRegisterScalarLoads) {
     const cuda::RegisterTier tier = cuda::register_tier(p, options);
-    path += fmt::format(" ({} lanes per row x {} experts per lane{})", tier.lanes, tier.experts_per_lane,
-                        cuda::register_rows_ranked(p, options) ? ", ranked" : "");
+    path += fmt::format(" ({} lanes per row x {} experts per lane{}{})", tier.lanes, tier.experts_per_lane,
+                        cuda::register_rows_ranked(p, options) ? ", ranked" : "",
+                        cuda::register_blocks_held_to_two_per_sm(p, sms, options) ? ", two blocks per SM" : "");
   }
   return path;
 }
@@ -66,7 +70,8 @@ int run_path(const PathSettings& s) {
   fmt::print("{:>8} {:>8} {:>5}  path ({} logits, {})\n", "tokens", "experts", "topk", s.dtype, s.norm);
   for (std::int64_t E : s.experts)
     for (std::int64_t k : s.topk)
-      for (std::int64_t T : s.tokens) fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k, path_of(T, E, k, dtype, norm, s.force_path));
+      for (std::int64_t T : s.tokens)
+        fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k, path_of(T, E, k, dtype, norm, s.force_path, s.sms));
   return 0;
 #endif
 }
@@ -83,6 +88,8 @@ void add_path_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dtype", settings->dtype, "logits dtype: float32, bfloat16 or float16");
   cmd->add_option("--norm", settings->norm, "sigmoid or softmax");
   cmd->add_option("--force-path", settings->force_path, "check a forced path (1-8) against the call instead");
+  cmd->add_option("--sms", settings->sms, "the GPU's SM count, for the register path's blocks per SM (default 132)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->callback([settings, &exit_code] { exit_code = run_path(*settings); });
 }
 
