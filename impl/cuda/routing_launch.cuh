@@ -75,15 +75,14 @@ inline bool two_blocks_per_sm_preferred(int lanes, int experts_per_lane, long lo
 }
 
 // The dynamic shared memory that holds `kernel` to two blocks per SM on
-// the current device, or 0 (a query failed; the launch then goes as
-// before, and the failed query's error is cleared so that it is not
-// mistaken for the launch's).
+// `device`, or 0 (a query failed; the launch then goes as before, and the
+// failed query's error is cleared so that it is not mistaken for the
+// launch's).
 template <typename Kernel>
-std::size_t two_blocks_per_sm_smem(Kernel kernel) {
-  int device = 0, per_sm_bytes = 0;
+std::size_t two_blocks_per_sm_smem(Kernel kernel, int device) {
+  int per_sm_bytes = 0;
   cudaFuncAttributes attr{};
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
+  if (cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
       cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
@@ -108,7 +107,7 @@ cudaError_t launch_register_kernel(Kernel kernel, unsigned blocks, cudaStream_t 
     int device = 0, sms = 0;
     if (cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
-      if (two_blocks_per_sm_preferred(G, P, blocks, sms)) smem = two_blocks_per_sm_smem(kernel);
+      if (two_blocks_per_sm_preferred(G, P, blocks, sms)) smem = two_blocks_per_sm_smem(kernel, device);
     } else {
       (void)cudaGetLastError();
     }
