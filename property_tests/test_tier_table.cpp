@@ -241,23 +241,30 @@ TEST(TierTable, ThresholdSelection) {
   EXPECT_TRUE(preferred({1, 192, 1}, {.force_threshold_selection = true}));
 }
 
-// Grids of one to two blocks per SM on the tiers of one warp per row with
-// 8+ experts per lane are held to two blocks per SM (132 SMs: an H100 SXM
-// or H200; 8 rows a block).
-TEST(TierTable, RegisterGridsHeldToTwoBlocksPerSm) {
+// Grids of one to three blocks per SM on the tiers of one warp per row with
+// 4+ experts per lane are held to ceil(blocks / SMs) blocks per SM, three
+// only below 16 experts per lane (132 SMs: an H100 SXM or H200; 8 rows a
+// block). 0: no cap.
+TEST(TierTable, RegisterGridsHeldToTheirBlocksPerSm) {
   constexpr int kSms = 132;
-  auto held = [](const Call& c) { return cuda::register_blocks_held_to_two_per_sm(params_of(c), kSms); };
-  EXPECT_FALSE(held({1056, 512, 8}));  // 132 blocks: one per SM
-  EXPECT_TRUE(held({1057, 512, 8}));
-  EXPECT_TRUE(held({2048, 512, 8}));
-  EXPECT_TRUE(held({2112, 384, 4, kBf16, kSoftmax}));  // 264 blocks
-  EXPECT_FALSE(held({2113, 384, 4}));                   // 265
-  EXPECT_TRUE(held({2048, 256, 1}));
-  EXPECT_TRUE(held({2048, 320, 8, DType::kFloat32, kSoftmax}));
-  EXPECT_FALSE(held({2048, 128, 8}));                   // four experts per lane
-  EXPECT_FALSE(held({2048, 64, 8}));
-  EXPECT_FALSE(held({16, 512, 8}));                     // another path
-  EXPECT_FALSE(held({8192, 512, 8}));
+  auto cap = [](const Call& c) { return cuda::register_blocks_per_sm(params_of(c), kSms); };
+  EXPECT_EQ(cap({1056, 512, 8}), 0);  // 132 blocks: one per SM
+  EXPECT_EQ(cap({1057, 512, 8}), 2);
+  EXPECT_EQ(cap({2048, 512, 8}), 2);
+  EXPECT_EQ(cap({2112, 384, 4, kBf16, kSoftmax}), 2);  // 264 blocks
+  EXPECT_EQ(cap({2113, 384, 4}), 3);                    // 265
+  EXPECT_EQ(cap({3168, 384, 4}), 3);                    // 396
+  EXPECT_EQ(cap({3169, 384, 4}), 0);                    // 397
+  EXPECT_EQ(cap({2113, 512, 8}), 0);                    // 16 experts per lane: two at most
+  EXPECT_EQ(cap({3072, 512, 1, kBf16}), 0);
+  EXPECT_EQ(cap({2048, 256, 1}), 2);
+  EXPECT_EQ(cap({3072, 256, 8, DType::kFloat32, kSoftmax}), 3);
+  EXPECT_EQ(cap({2048, 320, 8, DType::kFloat32, kSoftmax}), 2);
+  EXPECT_EQ(cap({1057, 128, 1}), 2);                    // four experts per lane
+  EXPECT_EQ(cap({3072, 128, 8}), 3);
+  EXPECT_EQ(cap({2048, 64, 8}), 0);                     // two experts per lane
+  EXPECT_EQ(cap({16, 512, 8}), 0);                      // another path
+  EXPECT_EQ(cap({8192, 512, 8}), 0);
 }
 
 // The register path's tiers (lanes per row x experts per lane, blocks per

@@ -1,7 +1,7 @@
 // `musespark path`: which path of the CUDA kernel a call takes, from the
 // kernel's own tier table (cuda::chosen_path; on the register path its tier,
-// cuda::register_tier, whether rows are ranked, and whether the grid is held
-// to two blocks per SM on a GPU of --sms SMs), without a GPU. For a kernel
+// cuda::register_tier, whether rows are ranked, and the blocks per SM to
+// which the grid is held on a GPU of --sms SMs), without a GPU. For a kernel
 // engineer asking where a shape goes before timing it.
 #include <fmt/core.h>
 
@@ -51,9 +51,10 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
   if (cuda::block_threshold_pairs(p, options)) path += " (8 warps, two experts per thread)";
   if (chosen == cuda::RoutingPath::kRegister || chosen == cuda::RoutingPath::kRegisterScalarLoads) {
     const cuda::RegisterTier tier = cuda::register_tier(p, options);
+    const int blocks_per_sm = cuda::register_blocks_per_sm(p, sms, options);
     path += fmt::format(" ({} lanes per row x {} experts per lane{}{})", tier.lanes, tier.experts_per_lane,
                         cuda::register_rows_ranked(p, options) ? ", ranked" : "",
-                        cuda::register_blocks_held_to_two_per_sm(p, sms, options) ? ", two blocks per SM" : "");
+                        blocks_per_sm > 0 ? fmt::format(", at most {} blocks per SM", blocks_per_sm) : "");
   }
   return path;
 }

@@ -228,16 +228,16 @@ bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options) 
 
 // The launch's own steps (launch_routing_typed_impl, then
 // launch_register_tier_norm's grid), so the answer is the launch's.
-bool register_blocks_held_to_two_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options) {
+int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options) {
   const KernelParams kp = launch_choices(p, options);
   const RoutingPath path = choose_path(kp, options, static_cast<int>(dtype_size(p.logits_dtype)));
   if ((path != RoutingPath::kRegister && path != RoutingPath::kRegisterScalarLoads) ||
       kp.num_experts > kRegisterPathMaxExperts)
-    return false;
+    return 0;
   const RegisterTier tier = register_tier_of(kp, p.logits_dtype, options);
   const std::int64_t rows_per_block = kBlockThreads / tier.lanes;
   const unsigned blocks = grid_for((kp.num_tokens + rows_per_block - 1) / rows_per_block);
-  return two_blocks_per_sm_preferred(tier.lanes, tier.experts_per_lane, blocks, sm_count);
+  return register_blocks_per_sm_cap(tier.lanes, tier.experts_per_lane, blocks, sm_count);
 }
 
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {

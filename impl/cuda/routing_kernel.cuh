@@ -191,11 +191,12 @@ bool register_tier_built(const RegisterTier& tier);
 // force_round_selection). Host only, like chosen_path.
 bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options = {});
 
-// Whether the register path's launch of `p` holds its grid to two blocks
-// per SM on a GPU of `sm_count` SMs (two_blocks_per_sm_preferred in
-// routing_launch.cuh: one warp per row, 8+ experts per lane, one to two
-// blocks per SM). Host only, like chosen_path.
-bool register_blocks_held_to_two_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options = {});
+// The blocks per SM to which the register path's launch of `p` holds its
+// grid on a GPU of `sm_count` SMs, or 0 where it sets no cap
+// (register_blocks_per_sm_cap in routing_launch.cuh: one warp per row, 4+
+// experts per lane, one to three blocks per SM). Host only, like
+// chosen_path.
+int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options = {});
 
 // Whether the lanes that own whole rows (the row-per-thread path, the
 // filter path's ranking) write `p`'s slots by 16- and 8-byte stores: ids

@@ -57,29 +57,41 @@ bool register_tier_vector_ok(const KernelParams& kp) {
          bias_addr % (kBiasVec * sizeof(float)) == 0 && (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
 }
 
-// Grids of one to two blocks per SM on the register tiers of one warp per
-// row with 8+ experts per lane (E > 128): each block also requests unused
-// dynamic shared memory, half an SM's less its static share, so that at
-// most two blocks share an SM. Their registers would let three or four
-// share one, and at 2048 rows (256 blocks on 132 SMs) some SMs then ran
-// three or four while others ran one. H200, A/B of two rounds against
-// d047963 (2026-12-03, T = 1024 / 1100 / 1536 / 2048, E = 256 / 320 / 384 /
-// 512, k = 1 / 4 / 8, both dtypes and normalizations): T = 2048 0.925x /
-// 0.929x the time (E = 320 softmax 0.79-0.81x, E = 384 0.84-0.88x, fp32
-// E = 512 k = 4-8 0.83-0.86x but softmax k = 4 even, E = 256 k = 1
-// 0.96-0.97x), T = 1100 and 1536 even (0.998-1.004x), no cell slower by
-// > 3%; grids of one block per SM or fewer (T = 1024) and of more than two
-// (T > 2112) are launched as before.
-inline bool two_blocks_per_sm_preferred(int lanes, int experts_per_lane, long long blocks, int sms) {
-  return lanes == 32 && experts_per_lane >= 8 && blocks > sms && blocks <= 2LL * sms;
+// Grids of one to three blocks per SM on the register tiers of one warp per
+// row with 4+ experts per lane (E >= 128): each block also requests unused
+// dynamic shared memory, an SM's over the cap less its static share, so
+// that at most ceil(blocks / SMs) blocks share an SM. Their registers would
+// let more share one, and the block scheduler then ran three or four on
+// some SMs while others ran one.
+//  - Two per SM on grids of one to two (8+ experts per lane): H200, A/B of
+//    two rounds against d047963 (2026-12-03, T = 1024 / 1100 / 1536 /
+//    2048, E = 256-512, k = 1 / 4 / 8, both dtypes and normalizations): T
+//    = 2048 0.925x / 0.929x the time (E = 320 softmax 0.79-0.81x, E = 384
+//    0.84-0.88x, fp32 E = 512 k = 4-8 0.83-0.86x), T = 1100 and 1536 even,
+//    no cell slower by > 3%.
+//  - Three per SM on grids of two to three, and both caps from 4 experts
+//    per lane: H200, A/B of two rounds against cceec3b (2026-12-03, T =
+//    1536 / 2048 / 2560 / 3072, E = 128 / 256 / 384 / 512, k = 1 / 8, both
+//    dtypes and normalizations): E = 128 T = 3072 0.72-0.89x (k = 8
+//    3.88 -> 2.98 us, bf16 sigmoid), E = 256 T = 2560-3072 0.83-0.91x, E
+//    = 128 T = 2048 0.97-0.99x, E = 384 even; E = 512 bf16 k = 8 at T =
+//    2560-3072 1.05-1.06x in both rounds (fp32 even), so the three-block
+//    cap leaves 16 experts per lane out.
+// Grids of one block per SM or fewer, and of more than three, are launched
+// as before. Returns the cap, or 0 for none.
+inline int register_blocks_per_sm_cap(int lanes, int experts_per_lane, long long blocks, int sms) {
+  if (lanes != 32 || experts_per_lane < 4 || blocks <= sms) return 0;
+  if (blocks <= 2LL * sms) return 2;
+  if (blocks <= 3LL * sms && experts_per_lane < 16) return 3;
+  return 0;
 }
 
-// The dynamic shared memory that holds `kernel` to two blocks per SM on
+// The dynamic shared memory that holds `kernel` to `cap` blocks per SM on
 // `device`, or 0 (a query failed; the launch then goes as before, and the
 // failed query's error is cleared so that it is not mistaken for the
 // launch's).
 template <typename Kernel>
-std::size_t two_blocks_per_sm_smem(Kernel kernel, int device) {
+std::size_t blocks_per_sm_cap_smem(Kernel kernel, int device, int cap) {
   int per_sm_bytes = 0;
   cudaFuncAttributes attr{};
   if (cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
@@ -88,7 +100,7 @@ std::size_t two_blocks_per_sm_smem(Kernel kernel, int device) {
     return 0;
   }
   constexpr long long kReservedPerBlock = 1024;  // the system's shared memory per block (sm_80 and later)
-  const long long pad = per_sm_bytes / 2 - static_cast<long long>(attr.sharedSizeBytes) - kReservedPerBlock;
+  const long long pad = per_sm_bytes / cap - static_cast<long long>(attr.sharedSizeBytes) - kReservedPerBlock;
   if (pad <= 0) return 0;
   if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(pad)) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -97,17 +109,18 @@ std::size_t two_blocks_per_sm_smem(Kernel kernel, int device) {
   return static_cast<std::size_t>(pad);
 }
 
-// Launches a register-path kernel of the tier (G, P), two blocks per SM at
-// most where two_blocks_per_sm_preferred says so.
+// Launches a register-path kernel of the tier (G, P), held to the blocks
+// per SM that register_blocks_per_sm_cap names.
 template <int G, int P, typename Kernel>
 cudaError_t launch_register_kernel(Kernel kernel, unsigned blocks, cudaStream_t stream, bool pdl,
                                    const KernelParams& kp) {
   std::size_t smem = 0;
-  if constexpr (G == 32 && P >= 8) {
+  if constexpr (G == 32 && P >= 4) {
     int device = 0, sms = 0;
     if (cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
-      if (two_blocks_per_sm_preferred(G, P, blocks, sms)) smem = two_blocks_per_sm_smem(kernel, device);
+      const int cap = register_blocks_per_sm_cap(G, P, blocks, sms);
+      if (cap > 0) smem = blocks_per_sm_cap_smem(kernel, device, cap);
     } else {
       (void)cudaGetLastError();
     }

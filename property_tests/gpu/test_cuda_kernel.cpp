@@ -376,18 +376,19 @@ void expect_forced_path_equals_shared(int path, const std::string& name, std::in
     }
 }
 
-// The register tiers of one warp per row with 8+ experts per lane hold a
-// grid of one to two blocks per SM to two blocks per SM by requesting
-// dynamic shared memory (two_blocks_per_sm_preferred): 1100 and 2048 rows
-// are such grids on an H100 or H200, 1024 and 4096 rows are not. The
-// results must not move: against the reference and, bit for bit, the
-// round selection (launched on the same grid), with padded rows and ties.
-TEST(CudaKernel, RegisterTiersHeldToTwoBlocksPerSm) {
+// The register tiers of one warp per row with 4+ experts per lane hold a
+// grid of one to three blocks per SM to ceil(blocks / SMs) per SM by
+// requesting dynamic shared memory (register_blocks_per_sm_cap): on an H100
+// or H200 1100 and 2048 rows are held to two, 2560 and 3072 to three (but
+// at E = 512), 1024 and 4096 rows are not held. The results must not move:
+// against the reference and, bit for bit, the round selection (launched on
+// the same grid), with padded rows and ties.
+TEST(CudaKernel, RegisterTiersHeldToTheirBlocksPerSm) {
   SKIP_WITHOUT_GPU();
   std::uint64_t i = 0;
-  for (std::int64_t E : {256, 320, 384, 512})
+  for (std::int64_t E : {128, 256, 320, 384, 512})
     for (std::int64_t k : {1, 4, 8})
-      for (std::int64_t tokens : {1024, 1100, 2048, 4096}) {
+      for (std::int64_t tokens : {1024, 1100, 2048, 2560, 3072, 4096}) {
         CaseConfig cfg;
         cfg.experts = E;
         cfg.topk = k;
@@ -397,7 +398,7 @@ TEST(CudaKernel, RegisterTiersHeldToTwoBlocksPerSm) {
         cfg.logits = i % 3 == 0 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
         cfg.padding = harness::PaddingMode::kSparse;
         cfg.seed = testing::test_seed() + i++;
-        expect_ranked_rows_equal_rounds(cfg, "two blocks per SM");
+        expect_ranked_rows_equal_rounds(cfg, "blocks per SM held");
       }
 }
 
