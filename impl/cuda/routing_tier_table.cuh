@@ -203,7 +203,7 @@ constexpr std::int64_t kThresholdSelectSmallKMinRows = 129;
 // (1.03-1.16x in five of six cells); E = 128 k = 4 below 2048 rows. k =
 // 5-7 are between the measured 4 and 8. fp32 E = 512 at 2048 rows lost at
 // k = 4 and 8 (1.07-1.16x) where 1024 and 4096 rows gained: the blocks'
-// spread over the SMs, which two_blocks_per_sm_preferred (routing_launch.cuh)
+// spread over the SMs, which register_blocks_per_sm_cap (routing_launch.cuh)
 // now evens out (0.83-0.86x the time there but softmax k = 4, even).
 // The tiers that are not full (E in (128, 512] but 256, 384, 512: registers
 // past E hold no expert, each with its bound check) take it with sigmoid
