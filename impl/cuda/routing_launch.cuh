@@ -76,7 +76,10 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 //    3.88 -> 2.98 us, bf16 sigmoid), E = 256 T = 2560-3072 0.83-0.91x, E
 //    = 128 T = 2048 0.97-0.99x, E = 384 even; E = 512 bf16 k = 8 at T =
 //    2560-3072 1.05-1.06x in both rounds (fp32 even), so the three-block
-//    cap leaves 16 experts per lane out.
+//    cap leaves 16 experts per lane out. This rule, against cceec3b (T =
+//    1100-4096, E = 128 / 256 / 512, k = 1 / 8): 0.964x / 0.960x over 120
+//    cells, one slower by > 3% (E = 128 k = 1 fp32 softmax T = 1100,
+//    1.03-1.045x).
 // Grids of one block per SM or fewer, and of more than three, are launched
 // as before. Returns the cap, or 0 for none.
 inline int register_blocks_per_sm_cap(int lanes, int experts_per_lane, long long blocks, int sms) {
