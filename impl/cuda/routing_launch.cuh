@@ -89,47 +89,82 @@ inline int register_blocks_per_sm_cap(int lanes, int experts_per_lane, long long
   return 0;
 }
 
-// The dynamic shared memory that holds `kernel` to `cap` blocks per SM on
-// `device`, or 0 (a query failed; the launch then goes as before, and the
-// failed query's error is cleared so that it is not mistaken for the
-// launch's).
-template <typename Kernel>
-std::size_t blocks_per_sm_cap_smem(Kernel kernel, int device, int cap) {
+// Dynamic shared memory beyond the 48 KB default (static included) needs an
+// opt-in per kernel and device; the largest size granted so far is
+// remembered per kernel and device so the attribute call is made once, not
+// per launch.
+template <auto kKernel>
+cudaError_t allow_dynamic_smem(std::size_t dynamic_bytes, std::size_t static_bytes) {
+  if (dynamic_bytes + static_bytes <= 48 * 1024) return cudaSuccess;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<std::size_t> granted[kMaxDevices] = {};
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  std::atomic<std::size_t>& slot = granted[device % kMaxDevices];
+  if (slot.load(std::memory_order_relaxed) >= dynamic_bytes) return cudaSuccess;
+  err = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_bytes));
+  if (err == cudaSuccess) slot.store(dynamic_bytes, std::memory_order_relaxed);
+  return err;
+}
+
+// The dynamic shared memory that holds kKernel to `cap` blocks per SM on
+// `device`, opted in through allow_dynamic_smem (one attribute call per
+// kernel and device, not per launch; the kernel's static share is asked
+// once too), or 0 where a query or the opt-in failed: the launch then goes
+// as before, and the error is cleared so that it is not mistaken for the
+// launch's.
+template <auto kKernel>
+std::size_t blocks_per_sm_cap_smem(int device, int cap) {
+  static std::atomic<long long> static_bytes{-1};  // -1: not asked yet
+  long long static_share = static_bytes.load(std::memory_order_relaxed);
+  if (static_share < 0) {
+    cudaFuncAttributes attr{};
+    if (cudaFuncGetAttributes(&attr, kKernel) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    static_share = static_cast<long long>(attr.sharedSizeBytes);
+    static_bytes.store(static_share, std::memory_order_relaxed);
+  }
   int per_sm_bytes = 0;
-  cudaFuncAttributes attr{};
-  if (cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
-      cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) {
+  if (cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
   constexpr long long kReservedPerBlock = 1024;  // the system's shared memory per block (sm_80 and later)
-  const long long pad = per_sm_bytes / cap - static_cast<long long>(attr.sharedSizeBytes) - kReservedPerBlock;
+  const long long pad = per_sm_bytes / cap - static_share - kReservedPerBlock;
   if (pad <= 0) return 0;
-  if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(pad)) != cudaSuccess) {
+  if (allow_dynamic_smem<kKernel>(static_cast<std::size_t>(pad), static_cast<std::size_t>(static_share)) !=
+      cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
   return static_cast<std::size_t>(pad);
 }
 
-// Launches a register-path kernel of the tier (G, P), held to the blocks
-// per SM that register_blocks_per_sm_cap names.
-template <int G, int P, typename Kernel>
-cudaError_t launch_register_kernel(Kernel kernel, unsigned blocks, cudaStream_t stream, bool pdl,
-                                   const KernelParams& kp) {
+// Launches the register-path kernel kKernel of the tier (G, P), held to the
+// blocks per SM that register_blocks_per_sm_cap names.
+template <int G, int P, auto kKernel>
+cudaError_t launch_register_kernel(unsigned blocks, cudaStream_t stream, bool pdl, const KernelParams& kp) {
   std::size_t smem = 0;
   if constexpr (G == 32 && P >= 4) {
     int device = 0, sms = 0;
     if (cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
       const int cap = register_blocks_per_sm_cap(G, P, blocks, sms);
-      if (cap > 0) smem = blocks_per_sm_cap_smem(kernel, device, cap);
+      if (cap > 0) smem = blocks_per_sm_cap_smem<kKernel>(device, cap);
     } else {
       (void)cudaGetLastError();
     }
   }
-  return launch_kernel(kernel, blocks, smem, stream, pdl, kp);
+  return launch_kernel(kKernel, blocks, smem, stream, pdl, kp);
 }
+
+// A kernel as a value whose type names it, so that a generic lambda can
+// hand it on as a template argument (launch_register_kernel's kKernel).
+template <auto kKernel>
+using KernelTag = std::integral_constant<decltype(kKernel), kKernel>;
 
 template <typename T, int G, int P, int kMinBlocks, bool kSoftmax>
 cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t stream, bool pdl,
@@ -138,14 +173,16 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   constexpr int kVec = register_tier_vector<T, P>();
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector_ok = allow_vector && register_tier_vector_ok<T, P>(kp);
-  const auto launch = [&](auto kernel) { return launch_register_kernel<G, P>(kernel, blocks, stream, pdl, kp); };
+  const auto launch = [&](auto kernel) {
+    return launch_register_kernel<G, P, decltype(kernel)::value>(blocks, stream, pdl, kp);
+  };
   // The ranking kernels (register_tier_ranks: one warp per row of one
   // expert per lane from k = 5, the E <= 32 tiers that share a warp from
   // group_rank_min_k); P = 1 has no vector loads (kVec = 1).
   if constexpr ((G == 32 && P == 1) || (G < 32 && G * P <= kGroupRankMaxExperts)) {
     if (kp.rank_select && register_tier_ranks(G, P, kp.topk))
-      return vector_ok ? launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>)
-                       : launch(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>);
+      return vector_ok ? launch(KernelTag<route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, true>>{})
+                       : launch(KernelTag<route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks, true>>{});
   }
   // Where the tier table asks for it (estimate_select_preferred), on the
   // full one-warp-per-row tiers from 4 experts per lane: kernels that
@@ -162,26 +199,30 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
       const bool full = kp.num_experts == G * P;
       if constexpr (P >= 8) {
         if (kp.topk == 1)
-          return full ? launch(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTop1>)
-                      : launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false, kEstimateTop1>);
+          return full ? launch(KernelTag<route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false,
+                                                               kEstimateTop1>>{})
+                      : launch(KernelTag<route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
+                                                               kEstimateTop1>>{});
         if constexpr (!kSoftmax) {
           if (!full)
-            return launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false, kEstimateTopK>);
+            return launch(KernelTag<route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks, false,
+                                                          kEstimateTopK>>{});
         }
       }
       if (full && kp.topk >= 2)
-        return launch(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false, kEstimateTopK>);
+        return launch(KernelTag<route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks, false,
+                                                      kEstimateTopK>>{});
     }
   }
   // Full tiers (E == G * P) with 8+ experts per lane, the large-batch tiers,
   // drop their bound checks; others keep one kernel per vector width.
   if constexpr (P >= 8) {
     if (vector_ok && kp.num_experts == G * P)
-      return launch(route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>);
+      return launch(KernelTag<route_register_kernel<T, G, P, kVec, kSoftmax, true, kMinBlocks>>{});
   }
   if (vector_ok)
-    return launch(route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>);
-  return launch(route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>);
+    return launch(KernelTag<route_register_kernel<T, G, P, kVec, kSoftmax, false, kMinBlocks>>{});
+  return launch(KernelTag<route_register_kernel<T, G, P, 1, kSoftmax, false, kMinBlocks>>{});
 }
 
 template <typename T, int G, int P, int kMinBlocks = kRegisterMinBlocks<P>>
@@ -271,25 +312,6 @@ cudaError_t launch_split_row(const KernelParams& kp, cudaStream_t stream, bool p
   if (E <= 128) return launch_split_row_tier<T, 2>(kp, stream, pdl);
   if (E <= 256) return launch_split_row_tier<T, 4>(kp, stream, pdl);
   return launch_split_row_tier<T, 8>(kp, stream, pdl);
-}
-
-// Dynamic shared memory beyond the 48 KB default (static included) needs an
-// opt-in per kernel and device; the largest size granted so far is
-// remembered per kernel and device so the attribute call is made once, not
-// per launch.
-template <auto kKernel>
-cudaError_t allow_dynamic_smem(std::size_t dynamic_bytes, std::size_t static_bytes) {
-  if (dynamic_bytes + static_bytes <= 48 * 1024) return cudaSuccess;
-  constexpr int kMaxDevices = 64;
-  static std::atomic<std::size_t> granted[kMaxDevices] = {};
-  int device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err != cudaSuccess) return err;
-  std::atomic<std::size_t>& slot = granted[device % kMaxDevices];
-  if (slot.load(std::memory_order_relaxed) >= dynamic_bytes) return cudaSuccess;
-  err = cudaFuncSetAttribute(kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_bytes));
-  if (err == cudaSuccess) slot.store(dynamic_bytes, std::memory_order_relaxed);
-  return err;
 }
 
 template <typename T>
