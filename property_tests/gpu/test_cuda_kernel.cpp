@@ -380,7 +380,7 @@ void expect_forced_path_equals_shared(int path, const std::string& name, std::in
 // grid of one to three blocks per SM to ceil(blocks / SMs) per SM by
 // requesting dynamic shared memory (register_blocks_per_sm_cap): on an H100
 // or H200 1100 and 2048 rows are held to two, 2560 and 3072 to three (but
-// at E = 512), 1024 and 4096 rows are not held. The results must not move:
+// not at E = 512), 1024 and 4096 rows are not held. The results must not move:
 // against the reference and, bit for bit, the round selection (launched on
 // the same grid), with padded rows and ties.
 TEST(CudaKernel, RegisterTiersHeldToTheirBlocksPerSm) {
