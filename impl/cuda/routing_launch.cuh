@@ -85,7 +85,9 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 inline int register_blocks_per_sm_cap(int lanes, int experts_per_lane, long long blocks, int sms) {
   if (lanes != 32 || experts_per_lane < 4 || blocks <= sms) return 0;
   if (blocks <= 2LL * sms) return 2;
-  if (blocks <= 3LL * sms && experts_per_lane < 16) return 3;
+  // Candidate: every grid of one partial wave up to eight blocks per SM
+  // held to ceil(blocks / SMs), below 16 experts per lane.
+  if (blocks <= 8LL * sms && experts_per_lane < 16) return static_cast<int>((blocks + sms - 1) / sms);
   return 0;
 }
 
