@@ -255,8 +255,9 @@ TEST(TierTable, RegisterGridsHeldToTheirBlocksPerSm) {
   EXPECT_EQ(cap({2113, 384, 4}), 3);                    // 265
   EXPECT_EQ(cap({3168, 384, 4}), 3);                    // 396
   EXPECT_EQ(cap({3169, 384, 4}), 4);                    // 397
-  EXPECT_EQ(cap({8448, 128, 8}), 8);                    // 1056: eight per SM
-  EXPECT_EQ(cap({8449, 128, 8}), 0);
+  EXPECT_EQ(cap({7392, 128, 8}), 7);                    // 924: seven per SM
+  EXPECT_EQ(cap({7393, 128, 8}), 0);                    // 925: eight would hold nothing back
+  EXPECT_EQ(cap({8192, 128, 8}), 0);                    // the anchor grid's 1024 blocks
   EXPECT_EQ(cap({2113, 512, 8}), 0);                    // 16 experts per lane: two at most
   EXPECT_EQ(cap({3072, 512, 1, kBf16}), 0);
   EXPECT_EQ(cap({2048, 256, 1}), 2);

@@ -80,17 +80,20 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 //    1100-4096, E = 128 / 256 / 512, k = 1 / 8): 0.964x / 0.960x over 120
 //    cells, one slower by > 3% (E = 128 k = 1 fp32 softmax T = 1100,
 //    1.03-1.045x).
-// Grids of one block per SM or fewer, and of more than three, are launched
+// Grids of one block per SM or fewer, and of more than seven, are launched
 // as before. Returns the cap, or 0 for none.
 inline int register_blocks_per_sm_cap(int lanes, int experts_per_lane, long long blocks, int sms) {
   if (lanes != 32 || experts_per_lane < 4 || blocks <= sms) return 0;
   if (blocks <= 2LL * sms) return 2;
-  // Grids of up to eight blocks per SM (one wave of the smallest kernels)
-  // to ceil(blocks / SMs), below 16 experts per lane: H200, A/B of two
-  // rounds against cceec3b (T = 3500 / 4096 / 6144, E = 128 / 256 / 384,
-  // k = 1 / 8, sigmoid, both dtypes): 0.982x / 0.980x, E = 128 at 3500
-  // rows 0.88-0.92x and at 4096 rows k = 8 0.87-0.88x, none slower.
-  if (blocks <= 8LL * sms && experts_per_lane < 16) return static_cast<int>((blocks + sms - 1) / sms);
+  // Grids of up to seven blocks per SM to ceil(blocks / SMs), below 16
+  // experts per lane: H200, A/B of two rounds against cceec3b (T = 3500 /
+  // 4096 / 6144, E = 128 / 256 / 384, k = 1 / 8, sigmoid, both dtypes):
+  // 0.982x / 0.980x, E = 128 at 3500 rows 0.88-0.92x and at 4096 rows
+  // k = 8 0.87-0.88x, none slower. Eight blocks of kBlockThreads fill an
+  // SM's 2048 threads, so a cap of eight holds nothing back and would only
+  // move the SM's L1 / shared memory split.
+  static_assert(kBlockThreads == 256, "the seven-block bound assumes 256-thread blocks");
+  if (blocks <= 7LL * sms && experts_per_lane < 16) return static_cast<int>((blocks + sms - 1) / sms);
   return 0;
 }
 
