@@ -83,7 +83,8 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 // Grids of one block per SM or fewer, and of more than seven, are launched
 // as before. Returns the cap, or 0 for none.
 inline int register_blocks_per_sm_cap(int lanes, int experts_per_lane, long long blocks, int sms) {
-  if (lanes != 32 || experts_per_lane < 4 || blocks <= sms) return 0;
+  (void)lanes;  // candidate: every register tier
+  if (blocks <= sms) return 0;
   if (blocks <= 2LL * sms) return 2;
   // Grids of up to seven blocks per SM to ceil(blocks / SMs), below 16
   // experts per lane: H200, A/B of two rounds against cceec3b (T = 3500 /
@@ -156,7 +157,7 @@ std::size_t blocks_per_sm_cap_smem(int device, int cap) {
 template <int G, int P, auto kKernel>
 cudaError_t launch_register_kernel(unsigned blocks, cudaStream_t stream, bool pdl, const KernelParams& kp) {
   std::size_t smem = 0;
-  if constexpr (G == 32 && P >= 4) {
+  {  // candidate: every register tier
     int device = 0, sms = 0;
     if (cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
