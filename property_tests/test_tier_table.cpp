@@ -241,10 +241,9 @@ TEST(TierTable, ThresholdSelection) {
   EXPECT_TRUE(preferred({1, 192, 1}, {.force_threshold_selection = true}));
 }
 
-// Grids of one to three blocks per SM on the tiers of one warp per row with
-// 4+ experts per lane are held to ceil(blocks / SMs) blocks per SM, three
-// only below 16 experts per lane (132 SMs: an H100 SXM or H200; 8 rows a
-// block). 0: no cap.
+// Register grids of one to seven blocks per SM are held to ceil(blocks /
+// SMs) blocks per SM, three or more only below 16 experts per lane (132
+// SMs: an H100 SXM or H200; 256 / lanes rows a block). 0: no cap.
 TEST(TierTable, RegisterGridsHeldToTheirBlocksPerSm) {
   constexpr int kSms = 132;
   auto cap = [](const Call& c) { return cuda::register_blocks_per_sm(params_of(c), kSms); };

@@ -237,7 +237,7 @@ int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOpt
   const RegisterTier tier = register_tier_of(kp, p.logits_dtype, options);
   const std::int64_t rows_per_block = kBlockThreads / tier.lanes;
   const unsigned blocks = grid_for((kp.num_tokens + rows_per_block - 1) / rows_per_block);
-  return register_blocks_per_sm_cap(tier.lanes, tier.experts_per_lane, blocks, sm_count);
+  return register_blocks_per_sm_cap(tier.experts_per_lane, blocks, sm_count);
 }
 
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {

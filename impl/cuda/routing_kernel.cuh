@@ -193,8 +193,8 @@ bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options =
 
 // The blocks per SM to which the register path's launch of `p` holds its
 // grid on a GPU of `sm_count` SMs, or 0 where it sets no cap
-// (register_blocks_per_sm_cap in routing_launch.cuh: one warp per row, 4+
-// experts per lane, one to three blocks per SM). Host only, like
+// (register_blocks_per_sm_cap in routing_launch.cuh: grids of one to seven
+// blocks per SM, three or more below 16 experts per lane). Host only, like
 // chosen_path.
 int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options = {});
 

@@ -57,9 +57,8 @@ bool register_tier_vector_ok(const KernelParams& kp) {
          bias_addr % (kBiasVec * sizeof(float)) == 0 && (kp.num_tokens == 1 || kp.logits_row_stride % kVec == 0);
 }
 
-// Grids of one to three blocks per SM on the register tiers of one warp per
-// row with 4+ experts per lane (E >= 128): each block also requests unused
-// dynamic shared memory, an SM's over the cap less its static share, so
+// Grids of one to seven blocks per SM on every register tier: each block
+// also requests unused dynamic shared memory, an SM's over the cap less its static share, so
 // that at most ceil(blocks / SMs) blocks share an SM. Their registers would
 // let more share one, and the block scheduler then ran three or four on
 // some SMs while others ran one.
@@ -80,17 +79,24 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 //    1100-4096, E = 128 / 256 / 512, k = 1 / 8): 0.964x / 0.960x over 120
 //    cells, one slower by > 3% (E = 128 k = 1 fp32 softmax T = 1100,
 //    1.03-1.045x).
+//  - The narrower tiers too (fewer than 4 experts per lane, or several
+//    rows per warp): H200, A/B of two rounds against ff51f86 (2026-12-03,
+//    T = 4096-65536, E = 8 / 64 / 128 / 256 / 512, k = 1 / 4 / 8, both
+//    dtypes and normalizations): 0.991x / 0.992x over 300 cells, 22 / 27
+//    faster by > 3%, none slower; E = 64 k = 4-8 at 4096 rows 0.89-0.92x,
+//    E = 8 k = 1 at 65536 rows 0.89-0.91x (bf16 softmax 2.91 -> 2.58 us).
 // Grids of one block per SM or fewer, and of more than seven, are launched
 // as before. Returns the cap, or 0 for none.
-inline int register_blocks_per_sm_cap(int lanes, int experts_per_lane, long long blocks, int sms) {
-  (void)lanes;  // candidate: every register tier
+inline int register_blocks_per_sm_cap(int experts_per_lane, long long blocks, int sms) {
   if (blocks <= sms) return 0;
   if (blocks <= 2LL * sms) return 2;
   // Grids of up to seven blocks per SM to ceil(blocks / SMs), below 16
-  // experts per lane: H200, A/B of two rounds against cceec3b (T = 3500 /
-  // 4096 / 6144, E = 128 / 256 / 384, k = 1 / 8, sigmoid, both dtypes):
-  // 0.982x / 0.980x, E = 128 at 3500 rows 0.88-0.92x and at 4096 rows
-  // k = 8 0.87-0.88x, none slower. Eight blocks of kBlockThreads fill an
+  // experts per lane: H200, A/B of two rounds against 8880403 (T = 3500 /
+  // 4096 / 6144 / 7392 / 8192, E = 128 / 256 / 384, k = 1 / 8, both dtypes
+  // and normalizations): 0.988x / 0.993x over 120 cells, none slower by
+  // > 3%; E = 128 at 3500 rows 0.85-0.92x (bf16 softmax k = 8 4.66 -> 3.98
+  // us; softmax k = 1 even), at 4096 rows sigmoid k = 8 0.87-0.89x; E = 256
+  // / 384 and 6144-8192 rows even. Eight blocks of kBlockThreads fill an
   // SM's 2048 threads, so a cap of eight holds nothing back and would only
   // move the SM's L1 / shared memory split.
   static_assert(kBlockThreads == 256, "the seven-block bound assumes 256-thread blocks");
@@ -152,20 +158,18 @@ std::size_t blocks_per_sm_cap_smem(int device, int cap) {
   return static_cast<std::size_t>(pad);
 }
 
-// Launches the register-path kernel kKernel of the tier (G, P), held to the
-// blocks per SM that register_blocks_per_sm_cap names.
-template <int G, int P, auto kKernel>
+// Launches the register-path kernel kKernel of P experts per lane, held to
+// the blocks per SM that register_blocks_per_sm_cap names.
+template <int P, auto kKernel>
 cudaError_t launch_register_kernel(unsigned blocks, cudaStream_t stream, bool pdl, const KernelParams& kp) {
   std::size_t smem = 0;
-  {  // candidate: every register tier
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
-      const int cap = register_blocks_per_sm_cap(G, P, blocks, sms);
-      if (cap > 0) smem = blocks_per_sm_cap_smem<kKernel>(device, cap);
-    } else {
-      (void)cudaGetLastError();
-    }
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
+    const int cap = register_blocks_per_sm_cap(P, blocks, sms);
+    if (cap > 0) smem = blocks_per_sm_cap_smem<kKernel>(device, cap);
+  } else {
+    (void)cudaGetLastError();
   }
   return launch_kernel(kKernel, blocks, smem, stream, pdl, kp);
 }
@@ -183,7 +187,7 @@ cudaError_t launch_register_tier_norm(const KernelParams& kp, cudaStream_t strea
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
   const bool vector_ok = allow_vector && register_tier_vector_ok<T, P>(kp);
   const auto launch = [&](auto kernel) {
-    return launch_register_kernel<G, P, decltype(kernel)::value>(blocks, stream, pdl, kp);
+    return launch_register_kernel<P, decltype(kernel)::value>(blocks, stream, pdl, kp);
   };
   // The ranking kernels (register_tier_ranks: one warp per row of one
   // expert per lane from k = 5, the E <= 32 tiers that share a warp from
