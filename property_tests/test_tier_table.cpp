@@ -264,7 +264,10 @@ TEST(TierTable, RegisterGridsHeldToTheirBlocksPerSm) {
   EXPECT_EQ(cap({2048, 320, 8, DType::kFloat32, kSoftmax}), 2);
   EXPECT_EQ(cap({1057, 128, 1}), 2);                    // four experts per lane
   EXPECT_EQ(cap({3072, 128, 8}), 3);
-  EXPECT_EQ(cap({2048, 64, 8}), 0);                     // two experts per lane
+  EXPECT_EQ(cap({2048, 64, 8}), 2);                     // two experts per lane
+  EXPECT_EQ(cap({4096, 64, 8}), 4);
+  EXPECT_EQ(cap({65536, 8, 1}), 4);                     // two lanes per row: 512 blocks of 128 rows
+  EXPECT_EQ(cap({8192, 8, 1}), 0);                      // four lanes per row: 128 blocks of 64 rows
   EXPECT_EQ(cap({16, 512, 8}), 0);                      // another path
   EXPECT_EQ(cap({8192, 512, 8}), 0);
 }
