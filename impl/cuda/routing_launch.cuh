@@ -58,8 +58,8 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 }
 
 // Grids of one to seven blocks per SM on every register tier: each block
-// also requests unused dynamic shared memory, an SM's over the cap less its static share, so
-// that at most ceil(blocks / SMs) blocks share an SM. Their registers would
+// also requests unused dynamic shared memory, an SM's over the cap less
+// its static share, so that at most ceil(blocks / SMs) blocks share an SM. Their registers would
 // let more share one, and the block scheduler then ran three or four on
 // some SMs while others ran one.
 //  - Two per SM on grids of one to two (8+ experts per lane): H200, A/B of
