@@ -59,9 +59,9 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 
 // Grids of one to seven blocks per SM on every register tier: each block
 // also requests unused dynamic shared memory, an SM's over the cap less
-// its static share, so that at most ceil(blocks / SMs) blocks share an SM. Their registers would
-// let more share one, and the block scheduler then ran three or four on
-// some SMs while others ran one.
+// its static share, so that at most ceil(blocks / SMs) blocks share an
+// SM. Their registers would let more share one, and the block scheduler
+// then ran three or four on some SMs while others ran one.
 //  - Two per SM on grids of one to two (8+ experts per lane): H200, A/B of
 //    two rounds against d047963 (2026-12-03, T = 1024 / 1100 / 1536 /
 //    2048, E = 256-512, k = 1 / 4 / 8, both dtypes and normalizations): T
