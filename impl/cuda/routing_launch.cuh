@@ -89,7 +89,6 @@ bool register_tier_vector_ok(const KernelParams& kp) {
 // as before. Returns the cap, or 0 for none.
 inline int register_blocks_per_sm_cap(int experts_per_lane, long long blocks, int sms) {
   if (blocks <= sms) return 0;
-  if (blocks <= 2LL * sms) return 2;
   // Grids of up to seven blocks per SM to ceil(blocks / SMs), below 16
   // experts per lane: H200, A/B of two rounds against 8880403 (T = 3500 /
   // 4096 / 6144 / 7392 / 8192, E = 128 / 256 / 384, k = 1 / 8, both dtypes
@@ -100,8 +99,9 @@ inline int register_blocks_per_sm_cap(int experts_per_lane, long long blocks, in
   // SM's 2048 threads, so a cap of eight holds nothing back and would only
   // move the SM's L1 / shared memory split.
   static_assert(kBlockThreads == 256, "the seven-block bound assumes 256-thread blocks");
-  if (blocks <= 7LL * sms && experts_per_lane < 16) return static_cast<int>((blocks + sms - 1) / sms);
-  return 0;
+  const long long per_sm = (blocks + sms - 1) / sms;
+  const long long max_cap = experts_per_lane < 16 ? 7 : 2;
+  return per_sm <= max_cap ? static_cast<int>(per_sm) : 0;
 }
 
 // Dynamic shared memory beyond the 48 KB default (static included) needs an

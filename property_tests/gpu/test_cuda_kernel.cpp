@@ -376,9 +376,10 @@ void expect_forced_path_equals_shared(int path, const std::string& name, std::in
     }
 }
 
-// The register tiers of one warp per row with 4+ experts per lane hold a
-// grid of one to three blocks per SM to ceil(blocks / SMs) per SM by
-// requesting dynamic shared memory (register_blocks_per_sm_cap): on an H100
+// The register tiers hold a grid of one to seven blocks per SM (two at 16
+// experts per lane) to ceil(blocks / SMs) per SM by requesting dynamic
+// shared memory (register_blocks_per_sm_cap); here the tiers of one warp
+// per row with 4+ experts per lane (E >= 128). On an H100
 // or H200 1100 and 2048 rows are held to two, 2560 and 3072 to three,
 // 3500 and 4096 to four, 7392 to seven (all but at E = 512), 1024 and
 // 8448 rows are not held. The results must not move:
