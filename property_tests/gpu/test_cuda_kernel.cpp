@@ -404,6 +404,39 @@ TEST(CudaKernel, RegisterTiersHeldToTheirBlocksPerSm) {
       }
 }
 
+// The narrower register tiers under the same cap: two experts per lane (E
+// = 64, held at 1057-7392 rows), lanes of one expert and rows that share a
+// warp (E <= 32; E = 8 k = 1 at 65536 rows is held to four blocks per SM on
+// 132 SMs). Against the reference and, bit for bit, the round selection;
+// the count of held cases on this GPU keeps the test from passing without
+// a cap (it needs at least 9 SMs).
+TEST(CudaKernel, NarrowRegisterTiersHeldToTheirBlocksPerSm) {
+  SKIP_WITHOUT_GPU();
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  std::uint64_t i = 0;
+  int held = 0;
+  for (std::int64_t E : {8, 16, 32, 48, 64})
+    for (std::int64_t k : {1, 2, 4, 8})
+      for (std::int64_t tokens : {2048, 3000, 4096, 7392, 65536}) {
+        if (k > E) continue;
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = tokens;
+        cfg.logits_dtype = i % 2 ? DType::kBFloat16 : DType::kFloat32;
+        cfg.normalization = (i / 2) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.logits = i % 3 == 0 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+        cfg.padding = harness::PaddingMode::kSparse;
+        cfg.seed = testing::test_seed() + i++;
+        const RoutingCase c(cfg);
+        if (cuda::register_blocks_per_sm(harness::CudaCase(c).params(), sms) > 0) ++held;
+        expect_ranked_rows_equal_rounds(cfg, "blocks per SM held (narrow tiers)");
+      }
+  EXPECT_GT(held, 0) << "no case held to a blocks-per-SM cap on " << sms << " SMs";
+}
+
 // The block-rank path (one block per row, one expert per thread) on every
 // width it has (2-16 warps, the last one partly or wholly empty), k across
 // the 32-entry warp lists (k = 31-33: a warp lists all its experts from
