@@ -206,6 +206,7 @@ struct ExactKeyBounds {
     const float q = score(xm) + b;
     return {q, rm::ordered_score(q)};
   }
+  __device__ __forceinline__ void finish_pass() const {}
 };
 
 // q's bounds from an estimate within d of p (below): [rd(rd(e - d) + b),
@@ -239,6 +240,7 @@ struct SigmoidKeyBounds {
     asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(sa) : "f"(1.0f + t));
     return key_bounds_around(sa, kSigmoidBound, b);
   }
+  __device__ __forceinline__ void finish_pass() const {}
 };
 
 // Softmax bounds the same way, once the row's maximum mx and sum S are
@@ -260,6 +262,77 @@ struct SoftmaxKeyBounds {
   __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
     return key_bounds_around(rm::softmax_term_estimate(xm - row_max) * sum_reciprocal, kSoftmaxBound, b);
   }
+  __device__ __forceinline__ void finish_pass() const {}
+};
+
+// Softmax bounds in the pass that also sums the exact terms, so that the
+// row is streamed twice instead of three times: the first pass keeps,
+// besides the maximum, an estimate S' of the row's sum (softmax_sum_estimate
+// below), and step 1 takes pa = t * r with t the exact term (the one the sum
+// and the share use) and r = rcp.approx(S'); finish_pass then completes the
+// exact sum for step 4. Error: S' is within 2^-13 of S relative (below), r
+// within 2^-22 of 1 / S', so |t r - t / S| <= (t / S) (2^-13 + 2^-21) and,
+// with pa's rounding (2^-24) and the share's ulp (2^-23), |pa - p| <
+// 2^-12.9 for p = t / S <= 1; kBound = 2^-11 leaves a factor of 3.7. A NaN
+// row takes r = NaN, so its bounds are NaN as SoftmaxKeyBounds' are.
+template <int G>
+struct SoftmaxTermKeyBounds {
+  static constexpr float kBound = 0x1p-11f;
+  float row_max;
+  float sum_reciprocal;   // rcp.approx(S'), NaN for a NaN row
+  bool row_nan;
+  std::uint64_t* fixed;   // the lane's fixed-point sum of the exact terms
+  float* sum;             // the row's sum, once finish_pass has run
+  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
+    const float t = rm::exp_f32(xm - row_max);
+    *fixed += rm::softmax_term_fixed(t);  // no NaN test: see lane_softmax_exp
+    return key_bounds_around(t * sum_reciprocal, kBound, b);
+  }
+  // Every lane of the warp calls it (the G lanes' sums combine).
+  __device__ __forceinline__ void finish_pass() const {
+    const std::uint64_t row_fixed = group_sum_u64<G>(*fixed);
+    *sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(row_fixed);
+  }
+};
+
+// The first pass's estimate of a softmax row's sum, kept chunk by chunk
+// with the running maximum m: S' = S' ex2a(m - m') + sum of ex2a(x - m')
+// over the chunk, m' = max(m, the chunk's maximum), ex2a = the hardware's
+// exp2 estimate (softmax_term_estimate). For a row without NaN, whose
+// maximum M is finite, a term exp(x - M) reaches S' as a product of at
+// most C + 2 estimated factors (C: chunks per lane, at most 32; one more
+// for the G lanes' combine), each within 2^-21 relative plus |y| 2^-23 for
+// its argument y <= 0 (the subtraction's and the log2(e) product's
+// roundings), and the ys of one term sum to x - M = -u: so each term is
+// within (C + 2) 2^-21 relative plus 2^-22 u e^-u <= 2^-23.4 absolute of
+// exp(x - M). The exact sum's terms are within 2^-22 relative plus u
+// 2^-24 of the same (expf's two ulps, x - M rounded), the fixed point
+// truncates 2^-40 each, and the float sums round by at most E 2^-24
+// relative. With S >= 1 and E <= 512: |S' - S| <= S (34 2^-21 + 2^-21 +
+// 2^-15) + E (2^-23.4 + 2^-25.4) < S 2^-13. Rows that are all -inf so far
+// take 0 as m' (their terms are 0; -inf - -inf would be NaN).
+// test_cuda_softmax_sum_estimate checks the bound on adversarial rows.
+struct SoftmaxSumEstimate {
+  float max = -INFINITY;  // m: fmaxf drops NaN
+  float max_nan = -INFINITY;
+  float sum = 0.0f;       // S', relative to max
+  template <int kN>
+  __device__ __forceinline__ void add_chunk(const float (&xm)[kN]) {
+    float chunk_max = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kN; ++i) chunk_max = fmaxf(chunk_max, xm[i]), max_nan = fmax_keep_nan(max_nan, xm[i]);
+    const float m = fmaxf(max, chunk_max);
+    const float base = m == -INFINITY ? 0.0f : m;
+    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains, not one of kN adds
+#pragma unroll
+    for (int i = 0; i < kN; ++i) part[i % 4] += rm::softmax_term_estimate(xm[i] - base);
+    sum = fmaf(sum, rm::softmax_term_estimate(max - base), (part[0] + part[1]) + (part[2] + part[3]));
+    max = m;
+  }
+  // The lane's S' brought to the row's maximum (the G lanes' are added).
+  __device__ __forceinline__ float at_row_max(float row_max) const {
+    return sum * rm::softmax_term_estimate(max - (row_max == -INFINITY ? 0.0f : row_max));
+  }
 };
 
 // Which kernels take SoftmaxKeyBounds. H200 A/B against the exact shares
@@ -271,6 +344,12 @@ struct SoftmaxKeyBounds {
 // sigmoid runs that changed with it. Those kernels keep the exact shares.
 template <typename T, int G>
 inline constexpr bool kThreadRowSoftmaxEstimates = !(sizeof(T) == 2 && G == 1);
+
+// Which of those stream the row twice (SoftmaxTermKeyBounds: the exact sum
+// in step 1's pass) instead of three times (a pass for the sum, then
+// SoftmaxKeyBounds).
+template <typename T, int G>
+inline constexpr bool kThreadRowSoftmaxTwoPass = kThreadRowSoftmaxEstimates<T, G>;
 
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
 // to p, `bounds` gives step 1's keys (above). Instantiated once per
@@ -304,6 +383,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
     for (int u = 0; u < kStep / 8; ++u)
       halves[s * 2 + u] = make_uint4(packed[4 * u], packed[4 * u + 1], packed[4 * u + 2], packed[4 * u + 3]);
   });
+  bounds.finish_pass();
   std::uint32_t bucket[kStep];  // the maxima's keys: 0 for a bucket of NaN only
 #pragma unroll
   for (int i = 0; i < kStep; ++i) bucket[i] = rm::ordered_score(bucket_lo[i]);
@@ -496,6 +576,32 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
     if (!p.softmax) {
       thread_row_select<T, K, G>(p, stream, logits, bias_s, live, [](float x) { return rm::sigmoid(x); },
                                  SigmoidKeyBounds{}, halves, cand, top_ord, top_expert, top_score);
+    } else if constexpr (kThreadRowSoftmaxTwoPass<T, G>) {
+      // Pass 1: the row maximum (exact, as the other paths) and the estimate
+      // of the sum; the G lanes' estimates are brought to the row maximum
+      // and added.
+      SoftmaxSumEstimate est;
+      using Chunk = float[kThreadRowChunk];
+      stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
+        float xm[kThreadRowChunk];
+#pragma unroll
+        for (int i = 0; i < kThreadRowChunk; ++i) xm[i] = apply_multiplier(p, x[i]);
+        est.add_chunk(xm);
+      });
+      const float mx = group_max_f32<G>(est.max);
+      const bool row_nan = softmax_row_has_nan(group_max_u32<G>(isnan(est.max_nan) ? 1u : 0u) != 0u, mx);
+      float sum_estimate = est.at_row_max(mx);
+#pragma unroll
+      for (int off = G / 2; off > 0; off /= 2) sum_estimate += __shfl_xor_sync(0xFFFFFFFFu, sum_estimate, off, G);
+      // Pass 2 (step 1 of the selection): the exact terms' fixed-point sum
+      // and the bounds; the sum is complete before step 4 needs it.
+      std::uint64_t fixed = 0;
+      float sum = 0.0f;
+      const auto share = [mx, &sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
+      const float r = row_nan ? __int_as_float(0x7FFFFFFF) : rm::reciprocal_estimate(sum_estimate);
+      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
+                                 SoftmaxTermKeyBounds<G>{mx, r, row_nan, &fixed, &sum}, halves, cand, top_ord,
+                                 top_expert, top_score);
     } else {
       // The row maximum and the fixed-point sum, exactly as the other paths
       // (the G lanes' parts combined: max and integer sum are associative).
