@@ -24,8 +24,9 @@
 //
 // How a row is selected, exactly:
 //  1. One pass over the logits bounds q = p + b for every expert from the
-//     hardware's estimates (KeyBounds below; softmax in the 16-bit kernels
-//     of one lane per row takes the exact shares), keeps the maximum
+//     hardware's estimates (KeyBounds below; softmax from the exact terms,
+//     whose sum the same pass completes, where kThreadRowSoftmaxTwoPass
+//     says), keeps the maximum
 //     order-preserving key (routing_math ordered_score, NaN lowest) of the
 //     lower bounds in each of 16 buckets (bucket = expert index % 16; the G
 //     lanes' maxima are combined by shuffles), and stores the high 16 bits
@@ -197,18 +198,6 @@ struct KeyBounds {
   std::uint32_t hi_key; // >= ordered_score(q)
 };
 
-// The exact key, both ways: softmax in the kernels that keep the exact
-// shares in step 1 (kThreadRowSoftmaxEstimates).
-template <typename Score>
-struct ExactKeyBounds {
-  Score score;
-  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
-    const float q = score(xm) + b;
-    return {q, rm::ordered_score(q)};
-  }
-  __device__ __forceinline__ void finish_pass() const {}
-};
-
 // q's bounds from an estimate within d of p (below): [rd(rd(e - d) + b),
 // ru(ru(e + d) + b)], the upper one as its order-preserving key.
 __device__ __forceinline__ KeyBounds key_bounds_around(float estimate, float d, float b) {
@@ -335,21 +324,23 @@ struct SoftmaxSumEstimate {
   }
 };
 
-// Which kernels take SoftmaxKeyBounds. H200 A/B against the exact shares
-// (two rounds, T = 16384 / 65536, E = 64-320, k = 1 / 4 / 8): the softmax
-// cells 0.86-0.93x the time but for the 16-bit kernels of one lane per row
-// (E <= 128), where the sigmoid cells of the same kernels took 1.15-1.20x
-// (E = 64, and E = 128 k = 1) and bf16 softmax E = 64 1.07-1.13x: ptxas
-// gave those kernels 93-94 registers instead of 109-115, with code the
-// sigmoid runs that changed with it. Those kernels keep the exact shares.
-template <typename T, int G>
-inline constexpr bool kThreadRowSoftmaxEstimates = !(sizeof(T) == 2 && G == 1);
-
-// Which of those stream the row twice (SoftmaxTermKeyBounds: the exact sum
-// in step 1's pass) instead of three times (a pass for the sum, then
-// SoftmaxKeyBounds).
-template <typename T, int G>
-inline constexpr bool kThreadRowSoftmaxTwoPass = kThreadRowSoftmaxEstimates<T, G>;
+// Which kernels stream a softmax row twice (the exact sum in step 1's pass,
+// SoftmaxTermKeyBounds) instead of three times (a pass for the sum, then
+// step 1 with SoftmaxKeyBounds). H200 A/B against b569193 (two rounds,
+// T = 16384 / 65536, E = 64-512, k = 1 / 4 / 8, both dtypes and
+// normalizations), every kernel in two passes: the softmax cells 0.78-0.96x
+// the time (bf16 E = 128 k = 4 at 65536 rows 29.0 -> 22.7 us, fp32 E = 64
+// k = 8 20.3 -> 18.3 us), but the sigmoid cells of some of the same kernels
+// slower, as their registers moved: the 16-bit kernels of two or four lanes
+// per row with K < 8 (bf16 sigmoid E = 320 k = 1 at 16384 rows 1.24x, E =
+// 192 k = 1 1.12x, k = 4 1.07x; K = 1 spilled 20 bytes) keep three passes.
+// Elsewhere sigmoid moved by at most 1.036x (fp32 E = 64-320 k = 8
+// 1.015-1.036x) against 0.78-0.90x on those kernels' softmax cells. Before
+// that, one lane per row kept the exact shares with 16-bit logits (session
+// 20: the estimates cost their sigmoid cells 1.15-1.20x); two passes took
+// those kernels' softmax cells to 0.78-0.85x with sigmoid at 0.997-1.011x.
+template <typename T, int K, int G>
+inline constexpr bool kThreadRowSoftmaxTwoPass = !(sizeof(T) == 2 && G > 1 && K < 8);
 
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
 // to p, `bounds` gives step 1's keys (above). Instantiated once per
@@ -576,7 +567,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
     if (!p.softmax) {
       thread_row_select<T, K, G>(p, stream, logits, bias_s, live, [](float x) { return rm::sigmoid(x); },
                                  SigmoidKeyBounds{}, halves, cand, top_ord, top_expert, top_score);
-    } else if constexpr (kThreadRowSoftmaxTwoPass<T, G>) {
+    } else if constexpr (kThreadRowSoftmaxTwoPass<T, K, G>) {
       // Pass 1: the row maximum (exact, as the other paths) and the estimate
       // of the sum; the G lanes' estimates are brought to the row maximum
       // and added.
@@ -626,14 +617,9 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       fixed = group_sum_u64<G>(fixed);
       const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
       const auto share = [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
-      if constexpr (kThreadRowSoftmaxEstimates<T, G>) {
-        thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
-                                   SoftmaxKeyBounds{mx, rm::reciprocal_estimate(sum)}, halves, cand, top_ord,
-                                   top_expert, top_score);
-      } else {
-        thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share, ExactKeyBounds<decltype(share)>{share},
-                                   halves, cand, top_ord, top_expert, top_score);
-      }
+      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
+                                 SoftmaxKeyBounds{mx, rm::reciprocal_estimate(sum)}, halves, cand, top_ord,
+                                 top_expert, top_score);
     }
 
     if constexpr (G == 1) {
