@@ -376,6 +376,21 @@ void expect_forced_path_equals_shared(int path, const std::string& name, std::in
     }
 }
 
+// Case i of the blocks-per-SM sweeps below: dtype, normalization and ties
+// turn with i, padded rows throughout.
+CaseConfig held_grid_case(std::int64_t E, std::int64_t k, std::int64_t tokens, std::uint64_t i) {
+  CaseConfig cfg;
+  cfg.experts = E;
+  cfg.topk = k;
+  cfg.tokens = tokens;
+  cfg.logits_dtype = i % 2 ? DType::kBFloat16 : DType::kFloat32;
+  cfg.normalization = (i / 2) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+  cfg.logits = i % 3 == 0 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+  cfg.padding = harness::PaddingMode::kSparse;
+  cfg.seed = testing::test_seed() + i;
+  return cfg;
+}
+
 // The register tiers hold a grid of one to seven blocks per SM (two at 16
 // experts per lane) to ceil(blocks / SMs) per SM by requesting dynamic
 // shared memory (register_blocks_per_sm_cap); here the tiers of one warp
@@ -391,16 +406,7 @@ TEST(CudaKernel, RegisterTiersHeldToTheirBlocksPerSm) {
   for (std::int64_t E : {128, 256, 320, 384, 512})
     for (std::int64_t k : {1, 4, 8})
       for (std::int64_t tokens : {1024, 1100, 2048, 2560, 3072, 3500, 4096, 7392, 8448}) {
-        CaseConfig cfg;
-        cfg.experts = E;
-        cfg.topk = k;
-        cfg.tokens = tokens;
-        cfg.logits_dtype = i % 2 ? DType::kBFloat16 : DType::kFloat32;
-        cfg.normalization = (i / 2) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
-        cfg.logits = i % 3 == 0 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
-        cfg.padding = harness::PaddingMode::kSparse;
-        cfg.seed = testing::test_seed() + i++;
-        expect_ranked_rows_equal_rounds(cfg, "blocks per SM held");
+        expect_ranked_rows_equal_rounds(held_grid_case(E, k, tokens, i++), "blocks per SM held");
       }
 }
 
@@ -421,15 +427,7 @@ TEST(CudaKernel, NarrowRegisterTiersHeldToTheirBlocksPerSm) {
     for (std::int64_t k : {1, 2, 4, 8})
       for (std::int64_t tokens : {2048, 3000, 4096, 7392, 65536}) {
         if (k > E) continue;
-        CaseConfig cfg;
-        cfg.experts = E;
-        cfg.topk = k;
-        cfg.tokens = tokens;
-        cfg.logits_dtype = i % 2 ? DType::kBFloat16 : DType::kFloat32;
-        cfg.normalization = (i / 2) % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
-        cfg.logits = i % 3 == 0 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
-        cfg.padding = harness::PaddingMode::kSparse;
-        cfg.seed = testing::test_seed() + i++;
+        const CaseConfig cfg = held_grid_case(E, k, tokens, i++);
         const RoutingCase c(cfg);
         if (cuda::register_blocks_per_sm(harness::CudaCase(c).params(), sms) > 0) ++held;
         expect_ranked_rows_equal_rounds(cfg, "blocks per SM held (narrow tiers)");
