@@ -256,7 +256,7 @@ struct SoftmaxKeyBounds {
 
 // Softmax bounds in the pass that also sums the exact terms, so that the
 // row is streamed twice instead of three times: the first pass keeps,
-// besides the maximum, an estimate S' of the row's sum (softmax_sum_estimate
+// besides the maximum, an estimate S' of the row's sum (SoftmaxSumEstimate
 // below), and step 1 takes pa = t * r with t the exact term (the one the sum
 // and the share use) and r = rcp.approx(S'); finish_pass then completes the
 // exact sum for step 4. Error: S' is within 2^-13 of S relative (below), r
