@@ -312,8 +312,8 @@ PY
           "${profile[@]}" -f -o "$WORK/ncu_cell" "${cell_run[@]}" > /dev/null 2>&1 \
             && ncu -i "$WORK/ncu_cell.ncu-rep" --page source --csv --print-source sass > "$LOGS/ncu_sass_$tag.csv" 2>&1
         fi
-        grep -E "^  [a-z_]+::route|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Ipc Active|Issue Slots Busy|No Eligible|One or More Eligible|Theoretical Occupancy|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued" \
-          "$LOGS/ncu_$tag.log" | head -22 | tee -a "$OUT/summary.log"
+        grep -E "^  [a-z_]+::route|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Executed Ipc Active|Issue Slots Busy|No Eligible|One or More Eligible|Theoretical Occupancy|Shared Memory Configuration Size|Block Limit Shared Mem|Block Limit Registers|L1/TEX Hit|L2 Hit|Warp Cycles Per Issued" \
+          "$LOGS/ncu_$tag.log" | head -26 | tee -a "$OUT/summary.log"
       done ;;
     loader)
       ckpt=$WORK/muse_layer.safetensors
