@@ -272,6 +272,22 @@ TEST(TierTable, RegisterGridsHeldToTheirBlocksPerSm) {
   EXPECT_EQ(cap({8192, 512, 8}), 0);
 }
 
+// Row-per-thread grids: the sigmoid kernels of 16-bit logits are held, one
+// lane per row to eight blocks per SM, two or four lanes to ceil(blocks /
+// SMs) on grids of up to ten per SM (64 / lanes rows a block). 0: no hold.
+TEST(TierTable, RowPerThreadGridsHeldToTheirBlocksPerSm) {
+  constexpr int kSms = 132;
+  auto cap = [](const Call& c) { return cuda::thread_row_blocks_per_sm(params_of(c), kSms); };
+  EXPECT_EQ(cap({65536, 64, 4, kBf16}), 8);  // one lane per row
+  EXPECT_EQ(cap({65536, 128, 1, DType::kFloat16}), 8);
+  EXPECT_EQ(cap({65536, 64, 4}), 0);                    // fp32: the registers hold eight
+  EXPECT_EQ(cap({65536, 64, 4, kBf16, kSoftmax}), 0);   // softmax: likewise
+  EXPECT_EQ(cap({16384, 192, 1, kBf16}), 4);            // two lanes: 512 blocks
+  EXPECT_EQ(cap({16384, 320, 1, kBf16}), 8);            // four lanes: 1024 blocks
+  EXPECT_EQ(cap({65536, 320, 1, kBf16}), 0);            // 4096 blocks: more than a wave
+  EXPECT_EQ(cap({1, 64, 4, kBf16}), 0);                 // another path
+}
+
 // The register path's tiers (lanes per row x experts per lane, blocks per
 // SM) and where their rows are ranked: the rules of routing_tier_table.cuh
 // by k and the row count at E = 8, 16, 32, 64, 128, 256 and 512.

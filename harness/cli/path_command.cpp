@@ -56,6 +56,10 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
                         cuda::register_rows_ranked(p, options) ? ", ranked" : "",
                         blocks_per_sm > 0 ? fmt::format(", at most {} blocks per SM", blocks_per_sm) : "");
   }
+  if (chosen == cuda::RoutingPath::kThreadRow) {
+    const int blocks_per_sm = cuda::thread_row_blocks_per_sm(p, sms, options);
+    if (blocks_per_sm > 0) path += fmt::format(" (at most {} blocks per SM)", blocks_per_sm);
+  }
   return path;
 }
 #endif

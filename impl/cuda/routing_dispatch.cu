@@ -240,6 +240,17 @@ int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOpt
   return register_blocks_per_sm_cap(tier.experts_per_lane, blocks, sm_count);
 }
 
+// The launch's own steps (launch_thread_row_tier's grid and hold).
+int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options) {
+  const KernelParams kp = launch_choices(p, options);
+  const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
+  if (choose_path(kp, options, logit_bytes) != RoutingPath::kThreadRow) return 0;
+  const int lanes = thread_row_lanes_per_row(kp.num_experts);
+  const std::int64_t rows_per_block = kThreadRowBlockThreads / lanes;
+  const unsigned blocks = grid_for((kp.num_tokens + rows_per_block - 1) / rows_per_block);
+  return thread_row_blocks_per_sm_cap(logit_bytes, kp.softmax, lanes, blocks, sm_count);
+}
+
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {
   check_launch(p, options);
   const KernelParams kp = to_kernel_params(p);

@@ -198,6 +198,12 @@ bool register_rows_ranked(const RoutingParams& p, const LaunchOptions& options =
 // chosen_path.
 int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options = {});
 
+// The blocks per SM to which the row-per-thread launch of `p` holds its
+// grid on a GPU of `sm_count` SMs, or 0 where it sets no hold
+// (thread_row_blocks_per_sm_cap in routing_launch.cuh: the sigmoid kernels
+// of 16-bit logits). Host only, like chosen_path.
+int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options = {});
+
 // Whether the lanes that own whole rows (the row-per-thread path, the
 // filter path's ranking) write `p`'s slots by 16- and 8-byte stores: ids
 // int32, weights and ids contiguous along k, every row's start 16-byte

@@ -105,21 +105,36 @@ inline bool trigger_first_for(unsigned blocks, unsigned threads) {
 
 // Every router launch goes through here (and perf's launch-floor kernel, so
 // that it is launched exactly as the router is): PDL, when on, lets the
-// launch overlap the previous kernel's tail.
+// launch overlap the previous kernel's tail. carveout_percent >= 0 asks for
+// that share of the SM's shared memory (the rest is L1) for this launch;
+// -1 leaves the split to the driver.
 template <typename Kernel, typename... Args>
-cudaError_t launch_with_pdl(Kernel kernel, unsigned blocks, unsigned threads, std::size_t smem,
-                            cudaStream_t stream, bool pdl, const Args&... args) {
+cudaError_t launch_with_pdl_carveout(Kernel kernel, unsigned blocks, unsigned threads, std::size_t smem,
+                                     int carveout_percent, cudaStream_t stream, bool pdl, const Args&... args) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(blocks);
   cfg.blockDim = dim3(threads);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n++].val.programmaticStreamSerializationAllowed = 1;
+  }
+  if (carveout_percent >= 0) {
+    attr[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attr[n++].val.sharedMemCarveout = static_cast<unsigned>(carveout_percent);
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cfg.numAttrs = n;
   return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
+template <typename Kernel, typename... Args>
+cudaError_t launch_with_pdl(Kernel kernel, unsigned blocks, unsigned threads, std::size_t smem,
+                            cudaStream_t stream, bool pdl, const Args&... args) {
+  return launch_with_pdl_carveout(kernel, blocks, threads, smem, -1, stream, pdl, args...);
 }
 
 // Reductions over the G lanes of a group (G divides 32; all lanes of the warp

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "routing_kernel_common.cuh"
+#include "routing_launch_smem.h"
 #include "routing_block_rank_path.cuh"
 #include "routing_block_threshold_path.cuh"
 #include "routing_filter_path.cuh"
@@ -20,10 +21,11 @@ namespace musespark::cuda {
 
 template <typename Kernel>
 cudaError_t launch_kernel(Kernel kernel, unsigned blocks, std::size_t smem, cudaStream_t stream,
-                          bool pdl, const KernelParams& kp, unsigned threads = kBlockThreads) {
+                          bool pdl, const KernelParams& kp, unsigned threads = kBlockThreads,
+                          int carveout_percent = -1) {
   KernelParams launched = kp;
   launched.trigger_first = trigger_first_for(blocks, threads);
-  return launch_with_pdl(kernel, blocks, threads, smem, stream, pdl, launched);
+  return launch_with_pdl_carveout(kernel, blocks, threads, smem, carveout_percent, stream, pdl, launched);
 }
 
 // Enough blocks to cover the rows, capped so a grid-stride loop takes over.
@@ -123,32 +125,39 @@ cudaError_t allow_dynamic_smem(std::size_t dynamic_bytes, std::size_t static_byt
   return err;
 }
 
-// The dynamic shared memory that holds kKernel to `cap` blocks per SM on
-// `device`, opted in through allow_dynamic_smem (one attribute call per
-// kernel and device, not per launch; the kernel's static share is asked
-// once too), or 0 where a query or the opt-in failed: the launch then goes
-// as before, and the error is cleared so that it is not mistaken for the
-// launch's.
+// kKernel's static shared memory, asked once, or -1 where the query failed
+// (the error is cleared so that it is not mistaken for a launch's).
 template <auto kKernel>
-std::size_t blocks_per_sm_cap_smem(int device, int cap) {
-  static std::atomic<long long> static_bytes{-1};  // -1: not asked yet
-  long long static_share = static_bytes.load(std::memory_order_relaxed);
-  if (static_share < 0) {
+long long kernel_static_smem() {
+  static std::atomic<long long> static_bytes{-2};  // -2: not asked yet
+  long long bytes = static_bytes.load(std::memory_order_relaxed);
+  if (bytes == -2) {
     cudaFuncAttributes attr{};
     if (cudaFuncGetAttributes(&attr, kKernel) != cudaSuccess) {
       (void)cudaGetLastError();
-      return 0;
+      return -1;
     }
-    static_share = static_cast<long long>(attr.sharedSizeBytes);
-    static_bytes.store(static_share, std::memory_order_relaxed);
+    bytes = static_cast<long long>(attr.sharedSizeBytes);
+    static_bytes.store(bytes, std::memory_order_relaxed);
   }
+  return bytes;
+}
+
+// The dynamic shared memory that holds kKernel to `cap` blocks per SM on
+// `device`, opted in through allow_dynamic_smem (one attribute call per
+// kernel and device, not per launch), or 0 where a query or the opt-in
+// failed: the launch then goes as before, and the error is cleared so that
+// it is not mistaken for the launch's.
+template <auto kKernel>
+std::size_t blocks_per_sm_cap_smem(int device, int cap) {
+  const long long static_share = kernel_static_smem<kKernel>();
+  if (static_share < 0) return 0;
   int per_sm_bytes = 0;
   if (cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
-  constexpr long long kReservedPerBlock = 1024;  // the system's shared memory per block (sm_80 and later)
-  const long long pad = per_sm_bytes / cap - static_share - kReservedPerBlock;
+  const long long pad = per_sm_bytes / cap - static_share - kReservedSmemPerBlock;
   if (pad <= 0) return 0;
   if (allow_dynamic_smem<kKernel>(static_cast<std::size_t>(pad), static_cast<std::size_t>(static_share)) !=
       cudaSuccess) {
@@ -156,6 +165,26 @@ std::size_t blocks_per_sm_cap_smem(int device, int cap) {
     return 0;
   }
   return static_cast<std::size_t>(pad);
+}
+
+// held_launch_smem for kKernel on `device`, opted in (allow_dynamic_smem);
+// where a query fails, `need` and no carveout, the error cleared.
+template <auto kKernel>
+LaunchSmem held_launch_smem_on(int device, int cap, std::size_t need) {
+  const long long static_bytes = kernel_static_smem<kKernel>();
+  int per_sm_bytes = 0;
+  if (static_bytes < 0 ||
+      cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {need, -1};
+  }
+  const LaunchSmem held = held_launch_smem(cap, need, static_bytes, per_sm_bytes);
+  if (held.carveout_percent >= 0 &&
+      allow_dynamic_smem<kKernel>(held.dynamic_bytes, static_cast<std::size_t>(static_bytes)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {need, -1};
+  }
+  return held;
 }
 
 // Launches the register-path kernel kKernel of P experts per lane, held to
@@ -335,14 +364,57 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
   return launch_kernel(route_shared_kernel<T>, grid_for(kp.num_tokens), smem, stream, pdl, kp);
 }
 
+// Row-per-thread grids held below what the registers allow, by a shared
+// memory request sized to a carveout (held_launch_smem, which leaves the
+// kernel as much L1 as the hold allows), or 0 for none. Only the sigmoid
+// kernels of 16-bit logits are held: at 95-96 registers ten blocks of
+// theirs fit an SM where the others' 108-128 fit eight.
+//  - One lane per row: eight blocks per SM. H200, A/B of two rounds against
+//    main (b712971's kernels; 2026-12-03, 65536 rows): bf16 sigmoid E = 64
+//    / 128 0.94-0.96x (E = 64 k = 8 1.015x); unheld, the same kernels took
+//    1.10-1.16x (session 29).
+//  - Two or four lanes per row on grids of two to ten blocks per SM (one
+//    wave of these kernels): ceil(blocks / SMs), so that no SM runs more
+//    than its share. Same A/B, 16384 rows: E = 320 k = 1 / 8 1.04x and E =
+//    192 k = 1 / 4 1.10-1.14x, where unheld these cells took 1.12-1.23x
+//    (session 29).
+//    Held to eight on bigger grids: 65536 rows E = 192 / 320 1.04-1.07x the
+//    time of unheld (candidates B and C of the same A/B), so those are not.
+// Holding the fp32 and softmax kernels, whose registers already allow eight
+// blocks, to min(8, ceil(blocks / SMs)) was even (within 2%, candidate C).
+inline int thread_row_blocks_per_sm_cap(int logit_bytes, bool softmax, int lanes_per_row, long long blocks,
+                                        int sms) {
+  if (logit_bytes != 2 || softmax) return 0;
+  if (lanes_per_row == 1) return 8;
+  const long long per_sm = (blocks + sms - 1) / sms;
+  return blocks > sms && per_sm <= 10 ? static_cast<int>(per_sm) : 0;
+}
+
 template <typename T, int K, int G>
 cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts, G, kThreadRowBiasShared<T, K, G>);
-  const cudaError_t err = allow_dynamic_smem<route_thread_row_kernel<T, K, G>>(smem, 0);
-  if (err != cudaSuccess) return err;
   constexpr int kRowsPerBlock = kThreadRowBlockThreads / G;
   const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
-  return launch_kernel(route_thread_row_kernel<T, K, G>, blocks, smem, stream, pdl, kp, kThreadRowBlockThreads);
+  const auto launch = [&](auto kernel) {
+    constexpr auto kKernel = decltype(kernel)::value;
+    LaunchSmem held{smem, -1};
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
+      const int cap = thread_row_blocks_per_sm_cap(sizeof(T), kp.softmax, G, blocks, sms);
+      if (cap > 0) held = held_launch_smem_on<kKernel>(device, cap, smem);
+    } else {
+      (void)cudaGetLastError();
+    }
+    if (held.carveout_percent < 0) {
+      const cudaError_t err = allow_dynamic_smem<kKernel>(smem, 0);
+      if (err != cudaSuccess) return err;
+    }
+    return launch_kernel(kKernel, blocks, held.dynamic_bytes, stream, pdl, kp, kThreadRowBlockThreads,
+                         held.carveout_percent);
+  };
+  if (kp.softmax) return launch(KernelTag<route_thread_row_kernel<T, K, G, true>>{});
+  return launch(KernelTag<route_thread_row_kernel<T, K, G, false>>{});
 }
 
 template <typename T, int G>

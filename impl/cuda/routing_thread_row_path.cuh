@@ -25,8 +25,7 @@
 // How a row is selected, exactly:
 //  1. One pass over the logits bounds q = p + b for every expert from the
 //     hardware's estimates (KeyBounds below; softmax from the exact terms,
-//     whose sum the same pass completes, where kThreadRowSoftmaxTwoPass
-//     says), keeps the maximum
+//     whose sum the same pass completes), keeps the maximum
 //     order-preserving key (routing_math ordered_score, NaN lowest) of the
 //     lower bounds in each of 16 buckets (bucket = expert index % 16; the G
 //     lanes' maxima are combined by shuffles), and stores the high 16 bits
@@ -232,28 +231,6 @@ struct SigmoidKeyBounds {
   __device__ __forceinline__ void finish_pass() const {}
 };
 
-// Softmax bounds the same way, once the row's maximum mx and sum S are
-// known: pa = ex2.approx(y log2 e) * r, y = x - mx (the exact term's
-// argument, rounded the same), r = rcp.approx(S). Error: the term's
-// estimate ta is within 2^-20 of the exact term t <= 1
-// (kSoftmaxTermEstimateMaxError, every y <= 0 tested); |r S - 1| <= 2^-22
-// (S in [1, E], every such S tested); so |ta r - t / S| <= 2^-20 r + t |r -
-// 1/S| < 2^-20 + 2^-22 + 2^-41, the product rounds by at most 2^-24 and the
-// exact share (softmax_share) is within an ulp, 2^-23, of t / S: |pa - p| <
-// 2^-19, and kSoftmaxBound = 2^-16 leaves a factor of 8. lo and hi follow
-// as for the sigmoid (pa >= 0, so hi >= d > 0 before b). A NaN row (S NaN)
-// gives NaN bounds for every expert, as its q are all NaN; -inf logits give
-// pa = 0, within d of their p = 0.
-struct SoftmaxKeyBounds {
-  static constexpr float kSoftmaxBound = 0x1p-16f;
-  float row_max;
-  float sum_reciprocal;  // rm::reciprocal_estimate of the row's sum
-  __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
-    return key_bounds_around(rm::softmax_term_estimate(xm - row_max) * sum_reciprocal, kSoftmaxBound, b);
-  }
-  __device__ __forceinline__ void finish_pass() const {}
-};
-
 // Softmax bounds in the pass that also sums the exact terms, so that the
 // row is streamed twice instead of three times: the first pass keeps,
 // besides the maximum, an estimate S' of the row's sum (SoftmaxSumEstimate
@@ -263,7 +240,7 @@ struct SoftmaxKeyBounds {
 // within 2^-22 of 1 / S', so |t r - t / S| <= (t / S) (2^-13 + 2^-21) and,
 // with pa's rounding (2^-24) and the share's ulp (2^-23), |pa - p| <
 // 2^-12.9 for p = t / S <= 1; kBound = 2^-11 leaves a factor of 3.7. A NaN
-// row takes r = NaN, so its bounds are NaN as SoftmaxKeyBounds' are.
+// row takes r = NaN, so its bounds are NaN, as its q are.
 template <int G>
 struct SoftmaxTermKeyBounds {
   static constexpr float kBound = 0x1p-11f;
@@ -323,24 +300,6 @@ struct SoftmaxSumEstimate {
     return sum * rm::softmax_term_estimate(max - (row_max == -INFINITY ? 0.0f : row_max));
   }
 };
-
-// Which kernels stream a softmax row twice (the exact sum in step 1's pass,
-// SoftmaxTermKeyBounds) instead of three times (a pass for the sum, then
-// step 1 with SoftmaxKeyBounds). H200 A/B against b569193 (two rounds,
-// T = 16384 / 65536, E = 64-512, k = 1 / 4 / 8, both dtypes and
-// normalizations), every kernel in two passes: the softmax cells 0.78-0.96x
-// the time (bf16 E = 128 k = 4 at 65536 rows 29.0 -> 22.7 us, fp32 E = 64
-// k = 8 20.3 -> 18.3 us), but the sigmoid cells of some of the same kernels
-// slower, as their registers moved: the 16-bit kernels of two or four lanes
-// per row with K < 8 (bf16 sigmoid E = 320 k = 1 at 16384 rows 1.24x, E =
-// 192 k = 1 1.12x, k = 4 1.07x; K = 1 spilled 20 bytes) keep three passes.
-// Elsewhere sigmoid moved by at most 1.036x (fp32 E = 64-320 k = 8
-// 1.015-1.036x) against 0.78-0.90x on those kernels' softmax cells. Before
-// that, one lane per row kept the exact shares with 16-bit logits (session
-// 20: the estimates cost their sigmoid cells 1.15-1.20x); two passes took
-// those kernels' softmax cells to 0.78-0.85x with sigmoid at 0.997-1.011x.
-template <typename T, int K, int G>
-inline constexpr bool kThreadRowSoftmaxTwoPass = !(sizeof(T) == 2 && G > 1 && K < 8);
 
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
 // to p, `bounds` gives step 1's keys (above). Instantiated once per
@@ -517,8 +476,20 @@ __device__ __forceinline__ void store_scored_slots(const KernelParams& p, std::i
   store_slots<S>(p, row, j0, w, id);
 }
 
-// K: the compile-time list length, k <= K; G: lanes per row.
-template <typename T, int K, int G>
+// K: the compile-time list length, k <= K; G: lanes per row; kSoftmax: the
+// normalization. Softmax streams a row twice: pass 1 the exact maximum and
+// the estimated sum (SoftmaxSumEstimate), pass 2 step 1 with the exact
+// terms' sum (SoftmaxTermKeyBounds). A kernel per normalization, so that
+// each compiles to its own registers: H200, A/B of two rounds against
+// main (b712971's kernels; 2026-12-03, T = 16384 / 65536, E = 64-320, k = 1 / 4 / 8, both
+// dtypes and normalizations), with the holds of thread_row_blocks_per_sm_cap:
+// row-per-thread cells 0.962x / 0.962x, 35 of 55 faster by > 3% (softmax
+// 0.87-0.97x, bf16 E = 320 k = 1 54.6 -> 47.4 us; fp32 sigmoid 0.91-0.98x),
+// 4 slower: bf16 sigmoid at 16384 rows E = 192 k = 1 / 4 1.10-1.14x and E =
+// 320 k = 1 / 8 1.04x (the 95-96-register kernels of two or four lanes per
+// row, on grids of four to eight blocks per SM). Combined, ptxas gave those
+// kernels 114-128 registers, and their softmax kept three passes for it.
+template <typename T, int K, int G, bool kSoftmax>
 __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kernel(const KernelParams p) {
   static_assert(G == 1 || G == 2 || G == 4, "lanes per row");
   constexpr int kRowsPerWarp = 32 / G;
@@ -564,10 +535,10 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
 #pragma unroll
     for (int m = 0; m < K; ++m) top_ord[m] = 0u, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
 
-    if (!p.softmax) {
+    if constexpr (!kSoftmax) {
       thread_row_select<T, K, G>(p, stream, logits, bias_s, live, [](float x) { return rm::sigmoid(x); },
                                  SigmoidKeyBounds{}, halves, cand, top_ord, top_expert, top_score);
-    } else if constexpr (kThreadRowSoftmaxTwoPass<T, K, G>) {
+    } else {
       // Pass 1: the row maximum (exact, as the other paths) and the estimate
       // of the sum; the G lanes' estimates are brought to the row maximum
       // and added.
@@ -592,33 +563,6 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       const float r = row_nan ? __int_as_float(0x7FFFFFFF) : rm::reciprocal_estimate(sum_estimate);
       thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
                                  SoftmaxTermKeyBounds<G>{mx, r, row_nan, &fixed, &sum}, halves, cand, top_ord,
-                                 top_expert, top_score);
-    } else {
-      // The row maximum and the fixed-point sum, exactly as the other paths
-      // (the G lanes' parts combined: max and integer sum are associative).
-      float mx = -INFINITY, mx_nan = -INFINITY;
-      using Chunk = float[kThreadRowChunk];
-      stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
-#pragma unroll
-        for (int i = 0; i < kThreadRowChunk; ++i) {
-          const float xm = apply_multiplier(p, x[i]);
-          mx = fmaxf(mx, xm);  // fmaxf drops NaN operands
-          mx_nan = fmax_keep_nan(mx_nan, xm);
-        }
-      });
-      mx = group_max_f32<G>(mx);
-      const bool row_nan = softmax_row_has_nan(group_max_u32<G>(isnan(mx_nan) ? 1u : 0u) != 0u, mx);
-      std::uint64_t fixed = 0;
-      stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
-#pragma unroll
-        for (int i = 0; i < kThreadRowChunk; ++i)  // no NaN test: see lane_softmax_exp
-          fixed += rm::softmax_term_fixed(rm::exp_f32(apply_multiplier(p, x[i]) - mx));
-      });
-      fixed = group_sum_u64<G>(fixed);
-      const float sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(fixed);
-      const auto share = [mx, sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
-      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
-                                 SoftmaxKeyBounds{mx, rm::reciprocal_estimate(sum)}, halves, cand, top_ord,
                                  top_expert, top_score);
     }
 

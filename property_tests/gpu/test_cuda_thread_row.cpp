@@ -112,6 +112,44 @@ TEST(ThreadRowPath, TakesLargeBatchesByItself) {
   }
 }
 
+// The grids that launch_thread_row_tier holds below what the registers
+// allow (the sigmoid kernels of 16-bit logits: one lane per row to eight
+// blocks per SM, two or four lanes to ceil(blocks / SMs) under a wave), by
+// a shared memory request sized to a carveout: the same bits as the
+// register path. The count of held cases on this GPU keeps the test from
+// passing without a hold.
+TEST(ThreadRowPath, HeldGridsMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  int device = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
+  struct Shape {
+    std::int64_t tokens, experts, topk;
+    DType dtype;
+  };
+  int held = 0;
+  std::uint64_t i = 0;
+  for (const Shape& s : {Shape{65536, 64, 4, DType::kBFloat16}, Shape{40000, 128, 4, DType::kFloat16},
+                         Shape{16384, 192, 1, DType::kBFloat16}, Shape{16384, 192, 4, DType::kFloat16},
+                         Shape{16384, 320, 8, DType::kBFloat16}, Shape{16384, 320, 1, DType::kFloat16}}) {
+    CaseConfig cfg;
+    cfg.tokens = s.tokens;
+    cfg.experts = s.experts;
+    cfg.topk = s.topk;
+    cfg.logits_dtype = s.dtype;
+    cfg.logits = i % 2 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+    cfg.padding = harness::PaddingMode::kSparse;
+    cfg.seed = testing::test_seed() + 7919 * i++;
+    alignas(16) static unsigned char stand_in[16];
+    if (cuda::thread_row_blocks_per_sm(
+            shape_only_params(s.tokens, s.experts, s.topk, s.dtype, Normalization::kSigmoid, stand_in, stand_in),
+            sms) > 0)
+      ++held;
+    testing::expect_automatic_path(RoutingCase(cfg), "row-per-thread", describe(cfg));
+  }
+  EXPECT_GT(held, 0) << "no case held to a blocks-per-SM cap on " << sms << " SMs";
+}
+
 // The lanes that own whole rows (this path, and the filter path's ranking)
 // write a row's slots by vector stores where cuda::slot_vector_stores
 // says; a destination whose rows start 4 bytes past a 16-byte boundary
