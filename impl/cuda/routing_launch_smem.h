@@ -22,8 +22,15 @@ struct LaunchSmem {
 // to one of them.
 inline constexpr int kCarveoutsKb[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
 
-// Shared memory is granted to a block in steps of this many bytes.
-constexpr long long kSmemAllocUnit = 128;
+// A held block's share is sized in steps of 1 KB, so that `cap` blocks fit
+// however finely the SM grants shared memory: sized in 128-byte steps, the
+// register path's holds of three and four blocks per SM on carveouts of 8
+// KB (blocks of 2.7 and 2 KB) ran 1.10-1.30x the time of the whole-SM
+// padding's, as if one block fewer fit (H200, E = 64 / 128 at 3072 / 4096
+// rows); in 1 KB steps the three-block cells were even. The row-per-thread
+// holds (blocks of 20-25 KB) timed the same either way (H200, A/B of two
+// rounds, 22 held cells: 1.001x / 1.002x).
+constexpr long long kHeldBlockStep = 1024;
 
 // Holds a kernel to `cap` blocks per SM and leaves it the most L1 that
 // allows: the smallest carveout C that fits `cap` blocks of what the kernel
@@ -37,7 +44,7 @@ inline LaunchSmem held_launch_smem(int cap, std::size_t need, long long static_b
   for (int kb : kCarveoutsKb) {
     const long long c = static_cast<long long>(kb) * 1024;
     if (c == 0 || c > per_sm_bytes) continue;
-    const long long per_block = c / cap / kSmemAllocUnit * kSmemAllocUnit;
+    const long long per_block = c / cap / kHeldBlockStep * kHeldBlockStep;
     if (per_block < total_need || (cap + 1) * per_block <= c) continue;
     // The percent rounds down: the driver rounds up, and the next smaller
     // size is at least 8 KB (3.5%) below.
