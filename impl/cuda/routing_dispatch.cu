@@ -246,9 +246,8 @@ int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchO
   const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
   if (choose_path(kp, options, logit_bytes) != RoutingPath::kThreadRow) return 0;
   const int lanes = thread_row_lanes_per_row(kp.num_experts);
-  const std::int64_t rows_per_block = kThreadRowBlockThreads / lanes;
-  const unsigned blocks = grid_for((kp.num_tokens + rows_per_block - 1) / rows_per_block);
-  return thread_row_blocks_per_sm_cap(logit_bytes, kp.softmax, lanes, blocks, sm_count);
+  return thread_row_blocks_per_sm_cap(logit_bytes, kp.softmax, lanes, thread_row_grid(kp.num_tokens, lanes),
+                                      sm_count);
 }
 
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {

@@ -382,29 +382,38 @@ cudaError_t launch_shared_path(const KernelParams& kp, cudaStream_t stream, bool
 //    time of unheld (candidates B and C of the same A/B), so those are not.
 // Holding the fp32 and softmax kernels, whose registers already allow eight
 // blocks, to min(8, ceil(blocks / SMs)) was even (within 2%, candidate C).
+inline bool thread_row_kernel_held(int logit_bytes, bool softmax) { return logit_bytes == 2 && !softmax; }
+
 inline int thread_row_blocks_per_sm_cap(int logit_bytes, bool softmax, int lanes_per_row, long long blocks,
                                         int sms) {
-  if (logit_bytes != 2 || softmax) return 0;
+  if (!thread_row_kernel_held(logit_bytes, softmax)) return 0;
   if (lanes_per_row == 1) return 8;
   const long long per_sm = (blocks + sms - 1) / sms;
   return blocks > sms && per_sm <= 10 ? static_cast<int>(per_sm) : 0;
 }
 
+// The row-per-thread grid: 64 / G rows a block.
+inline unsigned thread_row_grid(std::int64_t rows, int lanes_per_row) {
+  const std::int64_t rows_per_block = kThreadRowBlockThreads / lanes_per_row;
+  return grid_for((rows + rows_per_block - 1) / rows_per_block);
+}
+
 template <typename T, int K, int G>
 cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, bool pdl) {
   const std::size_t smem = thread_row_smem_bytes<T>(kp.num_experts, G, kThreadRowBiasShared<T, K, G>);
-  constexpr int kRowsPerBlock = kThreadRowBlockThreads / G;
-  const unsigned blocks = grid_for((kp.num_tokens + kRowsPerBlock - 1) / kRowsPerBlock);
+  const unsigned blocks = thread_row_grid(kp.num_tokens, G);
   const auto launch = [&](auto kernel) {
     constexpr auto kKernel = decltype(kernel)::value;
     LaunchSmem held{smem, -1};
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) == cudaSuccess &&
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
-      const int cap = thread_row_blocks_per_sm_cap(sizeof(T), kp.softmax, G, blocks, sms);
-      if (cap > 0) held = held_launch_smem_on<kKernel>(device, cap, smem);
-    } else {
-      (void)cudaGetLastError();
+    if (thread_row_kernel_held(sizeof(T), kp.softmax)) {  // the device queries only where a hold can apply
+      int device = 0, sms = 0;
+      if (cudaGetDevice(&device) == cudaSuccess &&
+          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
+        const int cap = thread_row_blocks_per_sm_cap(sizeof(T), kp.softmax, G, blocks, sms);
+        if (cap > 0) held = held_launch_smem_on<kKernel>(device, cap, smem);
+      } else {
+        (void)cudaGetLastError();
+      }
     }
     if (held.carveout_percent < 0) {
       const cudaError_t err = allow_dynamic_smem<kKernel>(smem, 0);
