@@ -2,7 +2,8 @@
 // its margin argument, checked against adversarial estimates. Each row
 // holds exact selection inputs q (ties, near ties, NaN, infinities) and
 // estimates qa that differ from q by up to the bound d the header derives
-// (|qa - q| <= 2^-19 (1 + B), B the largest |bias|), chosen to mislead: the
+// (|qa - q| <= d: 2^-19 (1 + B) for softmax, 1.5 * 2^-12 + 2^-23 (1 + B)
+// for sigmoid, B the largest |bias|), chosen to mislead: the
 // model then takes tau from the lanes' maxima of qa as the kernel does,
 // keeps the experts with qa >= tau - filter margin (computed in fp32 as the
 // kernel computes it), and ranks them by exact keys. Whatever row it keeps
@@ -17,6 +18,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -32,12 +34,18 @@ constexpr int kVec = 4;              // the fp32 vector width of the filter tier
 constexpr int kMaxCandidates = 32;   // kFilterCandidates
 
 // The kernel's margin (estimate_margin, routing_lane_scores.cuh), in fp32.
-float filter_margin(float max_abs_bias) { return 0x1p-17f * (1.0f + max_abs_bias); }
+float filter_margin(bool softmax, float max_abs_bias) {
+  return (softmax ? rm::kSoftmaxEstimateMarginFactor : rm::kSigmoidEstimateMarginFactor) * (1.0f + max_abs_bias);
+}
 
 // The bound on |qa - q| that the margin covers (the header's derivation).
-double estimate_bound(float max_abs_bias) { return std::ldexp(1.0, -19) * (1.0 + max_abs_bias); }
+double estimate_bound(bool softmax, float max_abs_bias) {
+  if (softmax) return std::ldexp(1.0, -19) * (1.0 + max_abs_bias);
+  return static_cast<double>(rm::kSigmoidEstimateMaxError) + std::ldexp(1.0, -23) * (1.0 + max_abs_bias);
+}
 
 struct Row {
+  bool softmax;            // which estimate's bound and margin
   int experts_per_lane;    // P; E = 32 * P
   int k;
   float max_abs_bias;      // B
@@ -67,7 +75,7 @@ struct ModelResult {
 
 ModelResult filter_model(const Row& row) {
   const int P = row.experts_per_lane, E = kLanes * P, k = row.k;
-  const double d = estimate_bound(row.max_abs_bias);
+  const double d = estimate_bound(row.softmax, row.max_abs_bias);
   std::vector<float> qa(static_cast<std::size_t>(E));
   for (int e = 0; e < E; ++e) qa[e] = estimate(row.q[e], row.skew[e], d);
 
@@ -84,7 +92,7 @@ ModelResult filter_model(const Row& row) {
     for (std::uint32_t& x : v) x = x == m ? 0u : x;
   }
   const float keep_from =
-      tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - filter_margin(row.max_abs_bias);
+      tau_ord == 0 ? -INFINITY : rm::score_from_ordered(tau_ord) - filter_margin(row.softmax, row.max_abs_bias);
   std::vector<std::uint64_t> keys;
   for (int e = 0; e < E; ++e)
     if (!(qa[e] < keep_from)) keys.push_back(rm::selection_key(row.q[e], static_cast<std::uint32_t>(e)));
@@ -107,6 +115,7 @@ rc::Gen<float> gen_q() {
   return rc::gen::weightedOneOf<float>({
       {6, rc::gen::map(rc::gen::inRange(-20, 21), [](int i) { return 0.05f * static_cast<float>(i); })},
       {6, rc::gen::map(rc::gen::inRange(0, 64), [](int i) { return 0.5f + static_cast<float>(i) * 0x1p-21f; })},
+      {3, rc::gen::map(rc::gen::inRange(0, 64), [](int i) { return 0.5f + static_cast<float>(i) * 0x1p-13f; })},
       {3, rc::gen::map(rc::gen::inRange(0, 1 << 20), [](int i) { return static_cast<float>(i) * 1e-6f; })},
       {1, rc::gen::element(std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, 0.0f, -0.0f)},
   });
@@ -116,7 +125,7 @@ rc::Gen<Row> gen_row() {
   return rc::gen::mapcat(rc::gen::element(2, 4, 8, 12, 16), [](int P) {
     const int E = kLanes * P;
     return rc::gen::build<Row>(
-        rc::gen::set(&Row::experts_per_lane, rc::gen::just(P)), rc::gen::set(&Row::k, rc::gen::inRange(1, 9)),
+        rc::gen::set(&Row::softmax), rc::gen::set(&Row::experts_per_lane, rc::gen::just(P)), rc::gen::set(&Row::k, rc::gen::inRange(1, 9)),
         rc::gen::set(&Row::max_abs_bias, rc::gen::element(0.0f, 0.01f, 1.0f, 3.5f)),
         rc::gen::set(&Row::q, rc::gen::container<std::vector<float>>(E, gen_q())),
         rc::gen::set(&Row::skew, rc::gen::container<std::vector<int>>(
@@ -130,7 +139,7 @@ RC_GTEST_PROP(FilterSelectionModel, KeptRowsHoldTheExactTopK, ()) {
   const ModelResult got = filter_model(row);
   RC_CLASSIFY(got.kept, "kept (ranked in phase B)");
   RC_CLASSIFY(!got.kept, "more than 32 candidates (exact selection)");
-  RC_TAG(row.experts_per_lane);
+  RC_TAG(row.experts_per_lane, row.softmax ? "softmax" : "sigmoid");
   if (!got.kept) return;
   RC_ASSERT(got.candidates >= row.k);
   RC_ASSERT(got.ids == exact_top_k(row));
@@ -140,21 +149,22 @@ RC_GTEST_PROP(FilterSelectionModel, KeptRowsHoldTheExactTopK, ()) {
 // reverse them: the margin must keep the true k-th expert although its
 // estimate ranks below k others.
 TEST(FilterSelectionModel, ReversedNearTiesAtTheThreshold) {
-  for (int P : {2, 8, 16})
-    for (int k = 1; k <= 8; ++k) {
-      Row row{P, k, 1.0f, std::vector<float>(static_cast<std::size_t>(kLanes * P), -1.0f),
-              std::vector<int>(static_cast<std::size_t>(kLanes * P), 0)};
-      // k + 4 experts within 2^-20 of each other, each in its own lane; the
-      // higher the true q, the lower its estimate.
-      for (int j = 0; j < k + 4; ++j) {
-        const int e = expert_of(P, j, 0);
-        row.q[e] = 0.75f + static_cast<float>(j) * 0x1p-23f;
-        row.skew[e] = j < (k + 4) / 2 ? 4 : -4;
+  for (bool softmax : {false, true})
+    for (int P : {2, 8, 16})
+      for (int k = 1; k <= 8; ++k) {
+        Row row{softmax, P, k, 1.0f, std::vector<float>(static_cast<std::size_t>(kLanes * P), -1.0f),
+                std::vector<int>(static_cast<std::size_t>(kLanes * P), 0)};
+        // k + 4 experts within 2^-20 of each other, each in its own lane; the
+        // higher the true q, the lower its estimate.
+        for (int j = 0; j < k + 4; ++j) {
+          const int e = expert_of(P, j, 0);
+          row.q[e] = 0.75f + static_cast<float>(j) * 0x1p-23f;
+          row.skew[e] = j < (k + 4) / 2 ? 4 : -4;
+        }
+        const ModelResult got = filter_model(row);
+        ASSERT_TRUE(got.kept) << "softmax=" << softmax << " P=" << P << " k=" << k;
+        ASSERT_EQ(got.ids, exact_top_k(row)) << "softmax=" << softmax << " P=" << P << " k=" << k;
       }
-      const ModelResult got = filter_model(row);
-      ASSERT_TRUE(got.kept) << "P=" << P << " k=" << k;
-      ASSERT_EQ(got.ids, exact_top_k(row)) << "P=" << P << " k=" << k;
-    }
 }
 
 // Rows of distinct random scores keep few candidates, as the kernel's cost
@@ -165,19 +175,22 @@ TEST(FilterSelectionModel, DistinctRowsKeepFewCandidates) {
     h ^= h << 13, h ^= h >> 17, h ^= h << 5;
     return static_cast<float>(h) * 2.3283064e-10f;
   };
-  for (int P : {2, 8, 16}) {
-    long total = 0;
-    const int rows = 500;
-    for (int t = 0; t < rows; ++t) {
-      Row row{P, 8, 1.0f, {}, std::vector<int>(static_cast<std::size_t>(kLanes * P), 4)};
-      for (int e = 0; e < kLanes * P; ++e) row.q.push_back(next());
-      const ModelResult got = filter_model(row);
-      ASSERT_TRUE(got.kept);
-      ASSERT_EQ(got.ids, exact_top_k(row));
-      total += got.candidates;
+  for (bool softmax : {false, true})
+    for (int P : {2, 8, 16}) {
+      long total = 0;
+      const int rows = 500;
+      for (int t = 0; t < rows; ++t) {
+        Row row{softmax, P, 8, 1.0f, {}, std::vector<int>(static_cast<std::size_t>(kLanes * P), 4)};
+        for (int e = 0; e < kLanes * P; ++e) row.q.push_back(next());
+        const ModelResult got = filter_model(row);
+        ASSERT_TRUE(got.kept);
+        ASSERT_EQ(got.ids, exact_top_k(row));
+        total += got.candidates;
+      }
+      const double mean = static_cast<double>(total) / rows;
+      std::printf("%s P=%d: %.2f candidates per row\n", softmax ? "softmax" : "sigmoid", P, mean);
+      EXPECT_LT(mean, 20.0) << "mean candidates per row at P=" << P;
     }
-    EXPECT_LT(static_cast<double>(total) / rows, 20.0) << "mean candidates per row at P=" << P;
-  }
 }
 
 }  // namespace

@@ -66,12 +66,12 @@ __device__ __forceinline__ float exact_score(float x, float sum) {
 }
 
 // The margin from the lanes' bias (registers without an expert hold 0).
-template <int P>
+template <bool kSoftmax, int P>
 __device__ __forceinline__ float row_estimate_margin(const float (&b)[P]) {
   float max_abs_bias = fabsf(b[0]);
 #pragma unroll
   for (int i = 1; i < P; ++i) max_abs_bias = fmaxf(max_abs_bias, fabsf(b[i]));  // NaN dropped
-  return estimate_margin(group_max_f32<32>(max_abs_bias));
+  return estimate_margin<kSoftmax>(group_max_f32<32>(max_abs_bias));
 }
 
 // k = 1. Writes the winner to lane 0's slot 0 and selected_sum = 0 + its
@@ -87,7 +87,7 @@ __device__ __forceinline__ void top1_by_estimates(float (&s)[P], const float (&b
   // tau = the row's largest estimate. No number in the row (tau NaN) or an
   // infinite margin: keep_from is NaN or -inf, every expert is kept and the
   // row goes to exact_select.
-  const float keep_from = rm::score_from_ordered(kth_lane_max_ord<1>(qa, 1)) - row_estimate_margin(b);
+  const float keep_from = rm::score_from_ordered(kth_lane_max_ord<1>(qa, 1)) - row_estimate_margin<kSoftmax>(b);
 
   int count = 0;
   float x = 0.0f, bias = 0.0f;  // the lane's candidate, if it has one
@@ -135,7 +135,7 @@ __device__ __forceinline__ void topk_by_estimates(float (&s)[P], const float (&b
   // Not (qa < keep_from): NaN estimates are kept, and a NaN bound (an
   // infinite margin) keeps every expert, which sends the row to
   // exact_select.
-  const float keep_from = rm::score_from_ordered(tau_ord) - row_estimate_margin(b);
+  const float keep_from = rm::score_from_ordered(tau_ord) - row_estimate_margin<kSoftmax>(b);
   bool keep[P];
   int count = 0;
 #pragma unroll

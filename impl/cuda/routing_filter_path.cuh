@@ -11,8 +11,9 @@
 // instructions. Here a warp works on R <= 16 rows in two phases:
 //  A. One row at a time, the whole warp (one expert per lane and register,
 //     as the register path lays them out): an estimate qa of each expert's
-//     selection input from the hardware's exp2 and reciprocal estimates
-//     (four instructions), tau = the k-th largest of the 32 lanes' maxima
+//     selection input from the hardware's estimates (sigmoid: tanh, three
+//     instructions; softmax: the exact term times the sum's reciprocal
+//     estimate), tau = the k-th largest of the 32 lanes' maxima
 //     of qa (k redux.sync rounds), and the experts with qa >= tau - margin,
 //     the candidates, compacted into the row's slice of shared memory with
 //     their logit (sigmoid) or exact exp term (softmax). A row with more
@@ -32,20 +33,22 @@
 // expert of the top k has q >= that, so qa >= tau - 2d: it is a candidate
 // whenever margin >= 2d. (When fewer than k lanes hold a number, or the
 // margin is not finite, every expert is a candidate.) The bound d:
-//  - sigmoid: p = sigmoid(x), pa = sigmoid_estimate(x), |pa - p| <= 2^-20
-//    (kSigmoidEstimateMaxError, tested on every float); q = fl(p + b) and
-//    qa = fl(pa + b) each round by at most half an ulp of a value below
-//    2 + |b| in magnitude, 2^-23 (1 + |b|) together. d <= 2^-20 + 2^-23
-//    (1 + B) with B the largest |b| of the bias.
+//  - sigmoid: p = sigmoid(x), pa = sigmoid_estimate(x), |pa - p| <=
+//    1.5 * 2^-12 (kSigmoidEstimateMaxError, from tanh.approx; tested on
+//    every float); q = fl(p + b) and qa = fl(pa + b) each round by at most
+//    half an ulp of a value below 2 + |b| in magnitude, 2^-23 (1 + |b|)
+//    together. d <= 1.5 * 2^-12 + 2^-23 (1 + B) < 2^-11.4 (1 + B), with B
+//    the largest |b| of the bias.
 //  - softmax: p = softmax_share(t, S) is t / S to within an ulp (2^-23, as
 //    p <= 1); qa = fma(t, r, b) with r = reciprocal_estimate(S), |r S - 1|
 //    <= 2^-22 (tested on every S in [1, 2^24], the sums a row can have), so
 //    |t r - t / S| <= 2^-22 (t <= 1 <= S); with the two roundings, d <=
 //    2^-22 + 2^-23 + 2^-23 (1 + B).
-// Both are below 2^-19 (1 + B); margin = 2^-17 (1 + B) (estimate_margin,
-// routing_lane_scores.cuh, which the register path's k = 1 kernel shares) is twice 2d, which
-// also covers the roundings of computing margin and tau - margin (each
-// within 2^-23 relative of values below 2 + B). B, an fmax over the bias,
+// The softmax d is below 2^-19 (1 + B): margin = 2^-17 (1 + B) is twice
+// 2d. For sigmoid margin = 2^-9 (1 + B) is 2.6 times 2d (estimate_margin,
+// routing_lane_scores.cuh, which the register path's estimated selection
+// shares). The slack covers the roundings of computing margin and tau -
+// margin (each within 2^-23 relative of values below 2 + B). B, an fmax over the bias,
 // drops NaN entries (their experts' q is NaN either way).
 // property_tests/test_filter_selection_model.cpp checks this step on the
 // CPU: estimates anywhere within d of q, skewed to reverse near ties, never
@@ -328,7 +331,7 @@ __global__ void __launch_bounds__(kFilterBlockThreads, kFilterMinBlocks<P>) rout
   float max_abs_bias = 0.0f;
 #pragma unroll
   for (int i = 0; i < P; ++i) max_abs_bias = fmaxf(max_abs_bias, fabsf(b[i]));
-  const float margin = estimate_margin(group_max_f32<32>(max_abs_bias));
+  const float margin = estimate_margin<kSoftmax>(group_max_f32<32>(max_abs_bias));
 
   const std::int64_t tasks = (p.num_tokens + R - 1) / R;
   for (std::int64_t task = static_cast<std::int64_t>(blockIdx.x) * kFilterWarps + threadIdx.x / 32; task < tasks;

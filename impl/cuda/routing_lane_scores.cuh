@@ -152,10 +152,14 @@ __device__ __forceinline__ std::uint32_t kth_lane_max_ord(const float (&q)[P], i
 }
 
 // How far below tau an estimated selection input may lie and still belong
-// to the top k, from B = the largest |bias| of the row: 2^-17 (1 + B),
-// twice the estimates' error on both sides (routing_filter_path.cuh derives
-// it). The filter path and the register path's k = 1 kernel use it.
-__device__ __forceinline__ float estimate_margin(float max_abs_bias) { return 0x1p-17f * (1.0f + max_abs_bias); }
+// to the top k, from B = the largest |bias| of the row: 2^-9 (1 + B) for
+// sigmoid, 2^-17 (1 + B) for softmax, at least twice the estimates' error
+// on both sides (routing_filter_path.cuh derives them). The filter path and
+// the register path's estimated selection use it.
+template <bool kSoftmax>
+__device__ __forceinline__ float estimate_margin(float max_abs_bias) {
+  return (kSoftmax ? rm::kSoftmaxEstimateMarginFactor : rm::kSigmoidEstimateMarginFactor) * (1.0f + max_abs_bias);
+}
 
 // Softmax over a row that the W warps of a block share (the split-row and
 // block-rank paths): the maximum and the fixed-point sum cross the warps

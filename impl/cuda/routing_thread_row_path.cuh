@@ -205,28 +205,25 @@ __device__ __forceinline__ KeyBounds key_bounds_around(float estimate, float d, 
   return {lo, rm::flip_sign_order(__float_as_uint(hi))};
 }
 
-// Sigmoid bounds from the hardware approximations, with no division, range
-// reduction or correction: sa = rcp.approx(1 + ex2.approx(-x log2 e)).
-// Error: __expf's relative error is at most (2 + 1.173 |x|) ulp, which
-// moves the sigmoid by that times s (1 - s) <= 1/4, and |x| s (1 - s) <=
-// 0.224; rcp.approx is within 1 ulp and 1 + t rounds once, so |sa - s| <
-// 2^-21 for the exact s, and the GPU's sigmoid is within 2^-22 of s
-// (routing_math.h); kSigmoidBound = 2^-16 leaves a factor of 20. Then
-// q = s + b (rounded to nearest) lies in [rd(rd(sa - d) + b),
+// Sigmoid bounds from the hardware's tanh estimate (rm::sigmoid_estimate:
+// three instructions, one MUFU), with no division, range reduction or
+// correction. It is within kSigmoidEstimateMaxError (1.5 * 2^-12) of the
+// GPU's sigmoid on every float (test_cuda_routing_math);
+// kSigmoidBound = 2^-11 leaves a factor of 1.33, and is still below the
+// resolution of the 16-bit key halves that list experts (2^-8 relative).
+// Then q = s + b (rounded to nearest) lies in [rd(rd(sa - d) + b),
 // ru(ru(sa + d) + b)]: rounding is monotone, and the directed roundings
 // bound the exact sums. Before b is added hi >= d > 0, and an exact zero
 // sum rounds up to +0, so hi is never -0 and the key's cheap form (no -0
 // fold) is order-preserving there. A NaN hi (NaN logit or bias) maps to
 // some key: NaN experts rank below every number, and tau > 0 means k
-// numbers exist, so whether one is listed never matters. Large logits
-// give sa = 0 or 1 (flushed or infinite t), within d of s.
+// numbers exist, so whether one is listed never matters. Infinite logits
+// give sa = 0 or 1 exactly.
 struct SigmoidKeyBounds {
-  static constexpr float kSigmoidBound = 0x1p-16f;
+  static constexpr float kSigmoidBound = 0x1p-11f;
+  static_assert(kSigmoidBound >= rm::kSigmoidEstimateMaxError, "the bound covers the estimate's tested error");
   __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
-    const float t = __expf(-xm);
-    float sa;
-    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(sa) : "f"(1.0f + t));
-    return key_bounds_around(sa, kSigmoidBound, b);
+    return key_bounds_around(rm::sigmoid_estimate(xm), kSigmoidBound, b);
   }
   __device__ __forceinline__ void finish_pass() const {}
 };

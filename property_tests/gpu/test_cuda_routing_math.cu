@@ -215,7 +215,8 @@ TEST(DeviceRoutingMath, SigmoidEstimateIsWithinItsBoundOnEveryFloat) {
   const Mismatches m =
       run_error_check([](Mismatches* d, unsigned long long* w) { check_sigmoid_estimate<<<kBlocks, kThreads>>>(d, w); },
                       worst);
-  std::printf("sigmoid_estimate: largest |error| %.3g (2^%.2f), bound 2^-20\n", worst, std::log2(worst));
+  std::printf("sigmoid_estimate: largest |error| %.3g (2^%.2f), bound 2^%.2f\n", worst, std::log2(worst),
+              std::log2(static_cast<double>(rm::kSigmoidEstimateMaxError)));
   EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
 }
 

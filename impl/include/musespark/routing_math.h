@@ -73,13 +73,17 @@ __device__ inline float reciprocal_from_one(float b) {
 #endif
 
 #ifdef __CUDACC__
-// sigmoid(x) from the hardware's exp2 and reciprocal estimates: four
-// instructions, against about fourteen for the exact one. NaN for NaN,
-// 0 and 1 at the infinities.
+// sigmoid(x) = (1 + tanh(x / 2)) / 2 from the hardware's tanh estimate:
+// three instructions, one of them on the MUFU pipe, against about fourteen
+// for the exact sigmoid (the exp2 and reciprocal estimates took four, two
+// of them MUFU). tanh.approx is within about 2^-11 of tanh relative, so
+// the sigmoid within about 2^-12 absolute: coarser than the exp2 form's
+// 2^-20, which the margins below pay for. NaN for NaN, 0 and 1 at the
+// infinities.
 __device__ inline float sigmoid_estimate(float x) {
-  float u;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(u) : "f"(x * -1.44269504088896341f));
-  return reciprocal_estimate(1.0f + u);
+  float t;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * x));
+  return fmaf(0.5f, t, 0.5f);
 }
 
 // A softmax term exp(y), y = x - row max <= 0, from the hardware's exp2
@@ -96,9 +100,17 @@ __device__ inline float softmax_term_estimate(float y) {
 // |softmax_term_estimate(y) - exp_f32(y)| <= that for every fp32 y <= 0,
 // and |reciprocal_estimate(s) * s - 1| <= the last for every s in [1,
 // 2^24], the range of a softmax row's sum (tested on all of them).
-constexpr float kSigmoidEstimateMaxError = 0x1p-20f;
+constexpr float kSigmoidEstimateMaxError = 0x1.8p-12f;  // 2^-11.42
 constexpr float kSoftmaxTermEstimateMaxError = 0x1p-20f;
 constexpr float kReciprocalEstimateMaxRelError = 0x1p-22f;
+
+// The margin below tau within which the filter path and the register
+// path's estimated selection keep an expert: factor * (1 + B), B the
+// largest |bias| of the row; routing_filter_path.cuh derives both from the
+// bounds above (property_tests/test_filter_selection_model.cpp checks the
+// step on the CPU).
+constexpr float kSigmoidEstimateMarginFactor = 0x1p-9f;
+constexpr float kSoftmaxEstimateMarginFactor = 0x1p-17f;
 
 MS_HOST_DEVICE inline float sigmoid(float x) {
 #ifdef __CUDA_ARCH__
