@@ -52,8 +52,8 @@
 // drops NaN entries (their experts' q is NaN either way).
 // property_tests/test_filter_selection_model.cpp checks this step on the
 // CPU: estimates anywhere within d of q, skewed to reverse near ties, never
-// lose an expert of the top k (with a margin of 2^-20 (1 + B) it finds
-// rows that do).
+// lose an expert of the top k (with the softmax margin at 2^-20 (1 + B), or
+// the sigmoid one at 2^-12 (1 + B), it finds rows that do).
 //
 // The result is then the same as every other path's, bit for bit: the
 // same exact scores, the same total order of 64-bit keys (NaN lowest, the
