@@ -210,7 +210,8 @@ __device__ __forceinline__ KeyBounds key_bounds_around(float estimate, float d, 
 // correction. It is within kSigmoidEstimateMaxError (1.5 * 2^-12) of the
 // GPU's sigmoid on every float (test_cuda_routing_math);
 // kSigmoidBound = 2^-11 leaves a factor of 1.33, and is still below the
-// resolution of the 16-bit key halves that list experts (2^-8 relative).
+// resolution of the 16-bit key halves that list experts (7 fraction bits:
+// 2^-8 on q in [0.5, 1)).
 // Then q = s + b (rounded to nearest) lies in [rd(rd(sa - d) + b),
 // ru(ru(sa + d) + b)]: rounding is monotone, and the directed roundings
 // bound the exact sums. Before b is added hi >= d > 0, and an exact zero
