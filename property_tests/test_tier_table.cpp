@@ -150,15 +150,31 @@ TEST(TierTable, MediumRows) {
 TEST(TierTable, LargeBatchCells) {
   expect_path({32768, 64, 8}, "row-per-thread");                      // E <= 128 sigmoid k > 1 from 32768 rows
   expect_path({32767, 64, 8}, "register");
-  expect_path({32768, 128, 1}, "register");                           // sigmoid k = 1 from 65536 rows
+  expect_path({32768, 64, 1}, "register");                            // E <= 64 sigmoid k = 1 from 65536 rows
+  expect_path({65536, 64, 1}, "row-per-thread");
+  expect_path({32767, 128, 1}, "register");                           // E in (64, 128]: from 32768
+  expect_path({32768, 128, 1}, "row-per-thread");
   expect_path({65536, 128, 1}, "row-per-thread");
   expect_path({65536, 64, 2, DType::kFloat32, kSoftmax}, "register");  // fp32 softmax only from k = 4
   expect_path({65536, 64, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
   expect_path({32768, 64, 8, DType::kFloat32, kSoftmax}, "register");  // ... at 65536 rows
   expect_path({65536, 64, 2, kBf16, kSoftmax}, "row-per-thread");     // 16-bit softmax k > 1 from 65536
   expect_path({65536, 128, 1, kBf16, kSoftmax}, "register");          // softmax k = 1: the register path
-  expect_path({65536, 256, 4}, "filter");                             // E = 256 sigmoid k <= 4 at 65536
-  expect_path({65536, 256, 8}, "row-per-thread");                     // E = 256 sigmoid, k >= 4
+  expect_path({65536, 256, 3}, "filter");                             // E = 256 sigmoid k <= 3 at 65536
+  expect_path({65536, 256, 1, kBf16}, "filter");
+  expect_path({65536, 256, 4}, "row-per-thread");                     // E = 256 sigmoid, k >= 4 from 16384
+  expect_path({65536, 256, 8}, "row-per-thread");
+  expect_path({16384, 256, 4}, "row-per-thread");
+  expect_path({16383, 256, 8}, "register");
+  expect_path({32768, 256, 1}, "row-per-thread");                     // ... k = 1 from 32768, both dtypes
+  expect_path({32767, 256, 1}, "register");
+  expect_path({32768, 256, 2}, "register");                           // ... k = 2-3 fp32: not here
+  expect_path({32768, 256, 2, kBf16}, "row-per-thread");
+  expect_path({16384, 192, 1}, "row-per-thread");                     // E in (128, 256) sigmoid from 16384
+  expect_path({16383, 192, 8}, "register");
+  expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
+  expect_path({8191, 320, 4, kBf16}, "register");
+  expect_path({16384, 192, 4, DType::kFloat32, kSoftmax}, "register");  // softmax keeps its rows
   expect_path({32768, 256, 8, DType::kFloat32, kSoftmax}, "register");  // E = 256 softmax from 65536
   expect_path({65536, 256, 4, DType::kFloat32, kSoftmax}, "filter");
   expect_path({32768, 256, 1, DType::kFloat32, kSoftmax}, "register");  // k = 1: the estimated top-1 kernel

@@ -328,19 +328,34 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //    the time) and sigmoid at 32768 rows (0.85-0.87x fp32, 0.95-0.98x bf16);
 //    fp32 softmax at 65536 rows with k >= 4 goes the other way (this path
 //    0.88-0.96x the register path's time).
+//  - Sigmoid re-swept after this path's kernels per normalization (session
+//    30) and its tanh estimate (session 31) (H200, 2026-12-03, T = 8192-
+//    65536, E = 128-512, k = 1 / 4 / 8, both dtypes, `gpu_run.sh paths`
+//    with PATHS_FORCE="0 1 5 7"): this path against the table's choice
+//    took 0.87x / 0.93x (bf16 / fp32) at E = 128 k = 1 and 32768 rows;
+//    0.70-0.74x at E = 192 fp32 from 16384 rows; at E = 256, 16384 rows,
+//    k = 4 0.87x and k = 8 0.91x / 0.97x (k = 1 1.04-1.08x), at 32768
+//    rows fp32 k = 1 0.87x, and at 65536 rows bf16 k = 4 0.87x of the
+//    filter path (fp32 1.01x); at E = 320 and 8192 rows 0.62-0.90x. So
+//    sigmoid takes this path from those rows (E = 64 k = 1 and E = 256
+//    k = 2-3 were not swept and keep their rows; softmax was not swept).
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   const bool narrow = logit_bytes == 2;
   if (E <= 128) {
-    if (!kp.softmax) return rows >= (kp.topk == 1 ? 65536 : 32768);
+    if (!kp.softmax) return rows >= (kp.topk == 1 && E <= 64 ? 65536 : 32768);
     if (kp.topk == 1) return false;
     return rows >= 65536 && (narrow || kp.topk >= 4);
   }
   if (E == 384 || E == 512) return false;  // full register tiers
-  if (E == 256) return !kp.softmax && rows >= 32768 && (narrow || kp.topk >= 4);
+  if (E == 256) {
+    if (kp.softmax) return false;
+    if (kp.topk >= 4) return rows >= 16384;
+    return rows >= 32768 && (narrow || kp.topk == 1);
+  }
   if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
-  if (!kp.softmax) return rows >= (narrow || E > 256 ? 16384 : 32768);
+  if (!kp.softmax) return rows >= (E > 256 ? 8192 : 16384);
   if (narrow) return rows >= (E > 256 ? 16384 : 32768);
   return E <= 256 && rows >= 32768;
 }
@@ -376,12 +391,16 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 //    softmax, 32768 rows, the register path (estimated selection) took
 //    0.93x this path's time at k = 4 and 0.82-0.84x at k = 8, so E = 256
 //    softmax starts at 65536 rows for every k.
+//  - 2026-12-03, the sigmoid re-sweep above: E = 256 sigmoid k = 4 at 65536
+//    rows goes to the row-per-thread path (bf16 0.87x, fp32 1.01x of this
+//    path's time); k <= 3 stays here (k = 1: this path 0.90-0.93x the
+//    row-per-thread path's time; k = 2-3 not swept).
 inline bool filter_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
   if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
-  if (E == 256) return rows >= 65536 && (kp.softmax || kp.topk <= 4);
+  if (E == 256) return rows >= 65536 && (kp.softmax || kp.topk <= 3);
   return false;
 }
 
