@@ -5,7 +5,8 @@
 #   device run (carry .gpu-deps [.baseline]):  scripts/gpu_run.sh STEP...
 #
 # Steps, in the order given:
-#   build     configure + build the gpu preset
+#   build     configure + build the gpu preset (BUILD_TARGETS: only these targets,
+#             e.g. routing_benchmark for a sweep, which then skips the test binaries)
 #   test      ctest -L gpu, then the property suite on the kernel
 #   sanitize  compute-sanitizer memcheck + racecheck on the Sanitizer.* tests
 #   check     musespark check
@@ -96,7 +97,8 @@ for step in "${steps[@]}"; do
     build)
       log "configure + build (gpu preset)"
       nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader | tee -a "$OUT/summary.log"
-      { cmake --preset gpu && cmake --build --preset gpu; } > "$LOGS/build.log" 2>&1 || { tail -50 "$LOGS/build.log"; status=1; break; }
+      { cmake --preset gpu && cmake --build --preset gpu ${BUILD_TARGETS:+--target $BUILD_TARGETS}; } > "$LOGS/build.log" 2>&1 ||
+        { tail -50 "$LOGS/build.log"; status=1; break; }
       tail -1 "$LOGS/build.log" ;;
     test)
       log "ctest -L gpu"
