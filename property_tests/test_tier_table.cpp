@@ -159,7 +159,12 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 64, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
   expect_path({32768, 64, 8, DType::kFloat32, kSoftmax}, "register");  // ... at 65536 rows
   expect_path({65536, 64, 2, kBf16, kSoftmax}, "row-per-thread");     // 16-bit softmax k > 1 from 65536
-  expect_path({65536, 128, 1, kBf16, kSoftmax}, "register");          // softmax k = 1: the register path
+  expect_path({65536, 64, 1, kBf16, kSoftmax}, "register");           // softmax k = 1: the register path ...
+  expect_path({65536, 128, 1, DType::kFloat32, kSoftmax}, "register");
+  expect_path({65536, 128, 1, kBf16, kSoftmax}, "row-per-thread");    // ... but 16-bit E in (64, 128] at 65536
+  expect_path({32768, 128, 4, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in (64, 128] k >= 4 from 32768
+  expect_path({32767, 128, 8, kBf16, kSoftmax}, "register");
+  expect_path({32768, 128, 3, kBf16, kSoftmax}, "register");          // ... k = 2-3 from 65536
   expect_path({65536, 256, 3}, "filter");                             // E = 256 sigmoid k <= 3 at 65536
   expect_path({65536, 256, 1, kBf16}, "filter");
   expect_path({65536, 256, 4}, "row-per-thread");                     // E = 256 sigmoid, k >= 4 from 16384
@@ -174,8 +179,17 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({16383, 192, 8}, "register");
   expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
   expect_path({8191, 320, 4, kBf16}, "register");
-  expect_path({16384, 192, 4, DType::kFloat32, kSoftmax}, "register");  // softmax keeps its rows
-  expect_path({32768, 256, 8, DType::kFloat32, kSoftmax}, "register");  // E = 256 softmax from 65536
+  expect_path({16384, 192, 1, DType::kFloat32, kSoftmax}, "row-per-thread");  // softmax, E in (128, 256): from 16384
+  expect_path({16383, 192, 4, kBf16, kSoftmax}, "register");
+  expect_path({16384, 320, 4, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in (256, 512): fp32 from 16384
+  expect_path({16383, 320, 8, DType::kFloat32, kSoftmax}, "register");
+  expect_path({8192, 320, 1, kBf16, kSoftmax}, "row-per-thread");     // ... 16-bit from 8192
+  expect_path({32768, 256, 8, DType::kFloat32, kSoftmax}, "row-per-thread");  // E = 256 softmax k >= 4 from 32768
+  expect_path({32767, 256, 4, kBf16, kSoftmax}, "register");
+  expect_path({65536, 256, 8, DType::kFloat32, kSoftmax}, "filter");  // ... the filter path at 65536 rows
+  expect_path({65536, 256, 4, kBf16, kSoftmax}, "filter");
+  expect_path({65536, 256, 8, kBf16, kSoftmax}, "row-per-thread");    // ... but 16-bit k > 4
+  expect_path({32768, 256, 3, DType::kFloat32, kSoftmax}, "register");
   expect_path({65536, 256, 4, DType::kFloat32, kSoftmax}, "filter");
   expect_path({32768, 256, 1, DType::kFloat32, kSoftmax}, "register");  // k = 1: the estimated top-1 kernel
   expect_path({65536, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // ... up to 65536 rows

@@ -338,26 +338,36 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //    rows fp32 k = 1 0.87x, and at 65536 rows bf16 k = 4 0.87x of the
 //    filter path (fp32 1.01x); at E = 320 and 8192 rows 0.62-0.90x. So
 //    sigmoid takes this path from those rows (E = 64 k = 1 and E = 256
-//    k = 2-3 were not swept and keep their rows; softmax was not swept).
+//    k = 2-3 were not swept and keep their rows).
+//  - Softmax, the same sweep (T = 8192-65536, E = 128 / 192 / 256 / 320):
+//    E = 128 k >= 4 at 32768 rows 0.69-0.87x (k = 1 loses but for bf16 at
+//    65536 rows, 0.91x); E = 192 at 16384 rows 0.65-0.84x (fp32 k = 1
+//    0.95x); E = 256 k >= 4 at 32768 rows 0.78-0.90x (at 16384 fp32 loses,
+//    bf16 0.94-0.96x), and at 65536 rows bf16 k = 8 0.90x of the filter
+//    path (k = 4 even, fp32 1.16-1.24x); E = 320 fp32 from 16384 rows
+//    0.71-0.87x (at 65536 rows 0.74-0.80x), bf16 at 8192 rows 0.82-0.92x
+//    (fp32 there 0.90-1.11x). E = 64 and k = 2-3 were not swept and keep
+//    their rows.
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   const bool narrow = logit_bytes == 2;
   if (E <= 128) {
     if (!kp.softmax) return rows >= (kp.topk == 1 && E <= 64 ? 65536 : 32768);
-    if (kp.topk == 1) return false;
+    if (kp.topk == 1) return E > 64 && narrow && rows >= 65536;
+    if (E > 64 && kp.topk >= 4) return rows >= 32768;
     return rows >= 65536 && (narrow || kp.topk >= 4);
   }
   if (E == 384 || E == 512) return false;  // full register tiers
   if (E == 256) {
-    if (kp.softmax) return false;
+    if (kp.softmax) return kp.topk >= 4 && rows >= 32768;  // the filter path takes 65536 but bf16 k > 4
     if (kp.topk >= 4) return rows >= 16384;
     return rows >= 32768 && (narrow || kp.topk == 1);
   }
   if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
   if (!kp.softmax) return rows >= (E > 256 ? 8192 : 16384);
-  if (narrow) return rows >= (E > 256 ? 16384 : 32768);
-  return E <= 256 && rows >= 32768;
+  if (E > 256) return rows >= (narrow ? 8192 : 16384);
+  return rows >= 16384;
 }
 
 // Where the filter path runs by itself (routing_filter_path.cuh). Forced
@@ -391,16 +401,20 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 //    softmax, 32768 rows, the register path (estimated selection) took
 //    0.93x this path's time at k = 4 and 0.82-0.84x at k = 8, so E = 256
 //    softmax starts at 65536 rows for every k.
-//  - 2026-12-03, the sigmoid re-sweep above: E = 256 sigmoid k = 4 at 65536
-//    rows goes to the row-per-thread path (bf16 0.87x, fp32 1.01x of this
+//  - 2026-12-03, the re-sweeps above: E = 256 sigmoid k = 4 at 65536 rows
+//    goes to the row-per-thread path (bf16 0.87x, fp32 1.01x of this
 //    path's time); k <= 3 stays here (k = 1: this path 0.90-0.93x the
-//    row-per-thread path's time; k = 2-3 not swept).
-inline bool filter_preferred(const KernelParams& kp) {
+//    row-per-thread path's time; k = 2-3 not swept). Softmax stays here but
+//    for 16-bit logits with k > 4 (the row-per-thread path 0.90x at k = 8).
+inline bool filter_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
   if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
-  if (E == 256) return rows >= 65536 && (kp.softmax || kp.topk <= 3);
+  if (E == 256) {
+    if (rows < 65536) return false;
+    return kp.softmax ? !(logit_bytes == 2 && kp.topk > 4) : kp.topk <= 3;
+  }
   return false;
 }
 
@@ -566,7 +580,7 @@ inline KernelParams with_selection_choices(KernelParams kp, const LaunchOptions&
 inline RoutingPath choose_path(const KernelParams& kp, const LaunchOptions& options, int logit_bytes) {
   if (options.force_path != 0) return static_cast<RoutingPath>(options.force_path);
   const int E = kp.num_experts;
-  if (filter_preferred(kp) && !filter_unsupported(kp, logit_bytes)) return RoutingPath::kFilter;
+  if (filter_preferred(kp, logit_bytes) && !filter_unsupported(kp, logit_bytes)) return RoutingPath::kFilter;
   if (thread_row_preferred(kp, logit_bytes) && !thread_row_unsupported(kp, logit_bytes)) return RoutingPath::kThreadRow;
   if (block_threshold_preferred(kp, logit_bytes)) return RoutingPath::kBlockThreshold;
   if (block_rank_preferred(kp)) return RoutingPath::kBlockRank;
