@@ -114,6 +114,14 @@ constexpr float kReciprocalEstimateMaxRelError = 0x1p-22f;
 // step on the CPU).
 constexpr float kSigmoidEstimateMarginFactor = 0x1p-9f;
 constexpr float kSoftmaxEstimateMarginFactor = 0x1p-17f;
+// Each margin is at least twice 2d, d / (1 + B) at most the estimate's bound
+// plus the roundings that derivation adds (2^-23 for sigmoid's q and qa,
+// 2^-22 for softmax's product and share): a bound raised without its
+// margin does not compile.
+static_assert(kSigmoidEstimateMarginFactor >= 4.0f * (kSigmoidEstimateMaxError + 0x1p-23f),
+              "the sigmoid margin covers twice 2d");
+static_assert(kSoftmaxEstimateMarginFactor >= 4.0f * (kReciprocalEstimateMaxRelError + 0x1p-22f),
+              "the softmax margin covers twice 2d");
 
 MS_HOST_DEVICE inline float sigmoid(float x) {
 #ifdef __CUDA_ARCH__
