@@ -125,6 +125,28 @@ cudaError_t allow_dynamic_smem(std::size_t dynamic_bytes, std::size_t static_byt
   return err;
 }
 
+// The current device and its SM count for a held launch, or false where a
+// query failed (the error cleared, so that it is not mistaken for the
+// launch's: the launch then goes unheld).
+inline bool current_device_sms(int& device, int& sms) {
+  if (cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess)
+    return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
+// `device`'s shared memory per SM, or -1 where the query failed (the error
+// cleared, as above).
+inline long long sm_shared_bytes(int device) {
+  int bytes = 0;
+  if (cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return bytes;
+}
+
 // kKernel's static shared memory, asked once, or -1 where the query failed
 // (the error is cleared so that it is not mistaken for a launch's).
 template <auto kKernel>
@@ -152,11 +174,8 @@ template <auto kKernel>
 std::size_t blocks_per_sm_cap_smem(int device, int cap) {
   const long long static_share = kernel_static_smem<kKernel>();
   if (static_share < 0) return 0;
-  int per_sm_bytes = 0;
-  if (cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
+  const long long per_sm_bytes = sm_shared_bytes(device);
+  if (per_sm_bytes < 0) return 0;
   const long long pad = per_sm_bytes / cap - static_share - kReservedSmemPerBlock;
   if (pad <= 0) return 0;
   if (allow_dynamic_smem<kKernel>(static_cast<std::size_t>(pad), static_cast<std::size_t>(static_share)) !=
@@ -172,12 +191,9 @@ std::size_t blocks_per_sm_cap_smem(int device, int cap) {
 template <auto kKernel>
 LaunchSmem held_launch_smem_on(int device, int cap, std::size_t need) {
   const long long static_bytes = kernel_static_smem<kKernel>();
-  int per_sm_bytes = 0;
-  if (static_bytes < 0 ||
-      cudaDeviceGetAttribute(&per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return {need, -1};
-  }
+  if (static_bytes < 0) return {need, -1};
+  const long long per_sm_bytes = sm_shared_bytes(device);
+  if (per_sm_bytes < 0) return {need, -1};
   const LaunchSmem held = held_launch_smem(cap, need, static_bytes, per_sm_bytes);
   if (held.carveout_percent >= 0 &&
       allow_dynamic_smem<kKernel>(held.dynamic_bytes, static_cast<std::size_t>(static_bytes)) != cudaSuccess) {
@@ -193,12 +209,9 @@ template <int P, auto kKernel>
 cudaError_t launch_register_kernel(unsigned blocks, cudaStream_t stream, bool pdl, const KernelParams& kp) {
   std::size_t smem = 0;
   int device = 0, sms = 0;
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
+  if (current_device_sms(device, sms)) {
     const int cap = register_blocks_per_sm_cap(P, blocks, sms);
     if (cap > 0) smem = blocks_per_sm_cap_smem<kKernel>(device, cap);
-  } else {
-    (void)cudaGetLastError();
   }
   return launch_kernel(kKernel, blocks, smem, stream, pdl, kp);
 }
@@ -407,12 +420,9 @@ cudaError_t launch_thread_row_tier(const KernelParams& kp, cudaStream_t stream, 
     LaunchSmem held{smem, -1};
     if (thread_row_kernel_held(sizeof(T), kp.softmax)) {  // the device queries only where a hold can apply
       int device = 0, sms = 0;
-      if (cudaGetDevice(&device) == cudaSuccess &&
-          cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess) {
+      if (current_device_sms(device, sms)) {
         const int cap = thread_row_blocks_per_sm_cap(sizeof(T), kp.softmax, G, blocks, sms);
         if (cap > 0) held = held_launch_smem_on<kKernel>(device, cap, smem);
-      } else {
-        (void)cudaGetLastError();
       }
     }
     if (held.carveout_percent < 0) {
