@@ -274,6 +274,26 @@ __device__ __forceinline__ std::uint64_t group_sum_u64(std::uint64_t v) {
   }
 }
 
+// A row's fixed-point softmax sum over the group from each lane's
+// rm::SoftmaxFixedSum: each half summed as a 32-bit integer (one redux.sync
+// for G = 32, else a shuffle tree), exact while the row holds at most
+// rm::kSoftmaxFixedSumMaxTerms terms (every caller's E <= 512), so the
+// same number as summing the lanes' value() modulo 2^64.
+template <int G>
+__device__ __forceinline__ std::uint64_t group_sum_fixed(rm::SoftmaxFixedSum v) {
+  if constexpr (G == 32) {
+    v.high = __reduce_add_sync(0xFFFFFFFFu, v.high);
+    v.low = __reduce_add_sync(0xFFFFFFFFu, v.low);
+  } else {
+#pragma unroll
+    for (int off = G / 2; off > 0; off /= 2) {
+      v.high += __shfl_xor_sync(0xFFFFFFFFu, v.high, off, G);
+      v.low += __shfl_xor_sync(0xFFFFFFFFu, v.low, off, G);
+    }
+  }
+  return v.value();
+}
+
 __device__ __forceinline__ void store_slot(const KernelParams& p, std::int64_t row, int slot,
                                            float w, std::int32_t id) {
   p.weights[row * p.weights_row_stride + slot * p.weights_col_stride] = w;

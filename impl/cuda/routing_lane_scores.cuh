@@ -73,15 +73,17 @@ __device__ __forceinline__ float lane_softmax_max(const float (&s)[P], const boo
 // the lane's fixed-point sum of the terms (exact, so any order of the later
 // cross-lane sum gives the same bits). No NaN test: where a term is NaN,
 // softmax_row_has_nan already holds and the sum is replaced by NaN, so what
-// the conversion makes of that term (0, by cvt's rule) never reaches a bit.
+// the sum makes of that term never reaches a bit. A register without an
+// expert adds its 0.
 template <int P>
-__device__ __forceinline__ std::uint64_t lane_softmax_exp(float (&s)[P], const bool (&valid)[P], float row_max) {
-  std::uint64_t fixed = 0;
+__device__ __forceinline__ rm::SoftmaxFixedSum lane_softmax_exp(float (&s)[P], const bool (&valid)[P],
+                                                                float row_max) {
+  rm::SoftmaxFixedSum fixed;
 #pragma unroll
   for (int i = 0; i < P; ++i) {
     const float e = rm::exp_f32(s[i] - row_max);
     s[i] = valid[i] ? e : 0.0f;
-    fixed += valid[i] ? rm::softmax_term_fixed(e) : 0u;
+    fixed.add(s[i]);
   }
   return fixed;
 }
@@ -95,7 +97,7 @@ __device__ __forceinline__ std::uint64_t group_softmax_terms(float (&s)[P], cons
   std::uint32_t has_nan = 0;
   const float row_max = group_max_f32<G>(lane_softmax_max(s, valid, has_nan));
   row_nan = softmax_row_has_nan(group_max_u32<G>(has_nan) != 0, row_max);
-  return group_sum_u64<G>(lane_softmax_exp(s, valid, row_max));
+  return group_sum_fixed<G>(lane_softmax_exp(s, valid, row_max));
 }
 
 // Softmax, last step: each term over the row's sum (NaN when the row held one).
@@ -194,7 +196,7 @@ __device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (
 #pragma unroll
     for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]), has_nan |= warp_nan[w];
   }
-  std::uint64_t fixed = group_sum_u64<32>(lane_softmax_exp(s, valid, mx));
+  std::uint64_t fixed = group_sum_fixed<32>(lane_softmax_exp(s, valid, mx));
   if (lane == 0) warp_sum[warp] = fixed;
   __syncthreads();
   if constexpr (kByLanes) {

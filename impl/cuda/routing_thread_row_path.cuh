@@ -245,16 +245,16 @@ struct SoftmaxTermKeyBounds {
   float row_max;
   float sum_reciprocal;   // rcp.approx(S'), NaN for a NaN row
   bool row_nan;
-  std::uint64_t* fixed;   // the lane's fixed-point sum of the exact terms
+  rm::SoftmaxFixedSum* fixed;  // the lane's fixed-point sum of the exact terms
   float* sum;             // the row's sum, once finish_pass has run
   __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
     const float t = rm::exp_f32(xm - row_max);
-    *fixed += rm::softmax_term_fixed(t);  // no NaN test: see lane_softmax_exp
+    fixed->add(t);  // no NaN test: see lane_softmax_exp
     return key_bounds_around(t * sum_reciprocal, kBound, b);
   }
   // Every lane of the warp calls it (the G lanes' sums combine).
   __device__ __forceinline__ void finish_pass() const {
-    const std::uint64_t row_fixed = group_sum_u64<G>(*fixed);
+    const std::uint64_t row_fixed = group_sum_fixed<G>(*fixed);
     *sum = row_nan ? __int_as_float(0x7FFFFFFF) : rm::softmax_sum_from_fixed(row_fixed);
   }
 };
@@ -555,7 +555,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       for (int off = G / 2; off > 0; off /= 2) sum_estimate += __shfl_xor_sync(0xFFFFFFFFu, sum_estimate, off, G);
       // Pass 2 (step 1 of the selection): the exact terms' fixed-point sum
       // and the bounds; the sum is complete before step 4 needs it.
-      std::uint64_t fixed = 0;
+      rm::SoftmaxFixedSum fixed;
       float sum = 0.0f;
       const auto share = [mx, &sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
       const float r = row_nan ? __int_as_float(0x7FFFFFFF) : rm::reciprocal_estimate(sum_estimate);

@@ -12,6 +12,8 @@
 // (relative) on every float in [1, 2^24], and the row-per-thread path's
 // softmax_term_estimate within kSoftmaxTermEstimateMaxError of exp_f32 on
 // every y <= 0 (NaN exactly for NaN). The largest error seen is printed.
+// SoftmaxFixedSum (the kernels' softmax sum without 64-bit conversions)
+// against softmax_term_fixed on every float in [0, 1], and at its capacity.
 // A failure prints the first mismatches as bit patterns.
 #include <gtest/gtest.h>
 
@@ -78,6 +80,32 @@ __global__ void check_sigmoid_in_range(Mismatches* m, unsigned long long* checke
     if (got != want) record(m, bits, got, want);
   }
   atomicAdd(checked, mine);
+}
+
+// got/want: the low 32 bits of the two sums (they are below 2^41).
+__global__ void check_softmax_fixed_sum(Mismatches* m) {
+  const std::uint32_t last = 0x3F800000u;  // 1.0f; 0 .. last are the floats in [0, 1]
+  const std::uint32_t stride = gridDim.x * blockDim.x;
+  for (std::uint32_t bits = blockIdx.x * blockDim.x + threadIdx.x; bits <= last; bits += stride) {
+    const float e = __uint_as_float(bits);
+    rm::SoftmaxFixedSum sum;
+    sum.add(e);
+    const std::uint64_t got = sum.value(), want = rm::softmax_term_fixed(e);
+    if (got != want) record(m, bits, static_cast<std::uint32_t>(got), static_cast<std::uint32_t>(want));
+  }
+}
+
+// kSoftmaxFixedSumMaxTerms terms of the values that fill each half most: 1
+// (high gets 2^20) and the float below 1 (both halves get 2^20 - 1).
+__global__ void check_softmax_fixed_sum_capacity(Mismatches* m) {
+  const float values[2] = {1.0f, __uint_as_float(0x3F7FFFFFu)};
+  for (int v = 0; v < 2; ++v) {
+    rm::SoftmaxFixedSum sum;
+    std::uint64_t want = 0;
+    for (int i = 0; i < rm::kSoftmaxFixedSumMaxTerms; ++i) sum.add(values[v]), want += rm::softmax_term_fixed(values[v]);
+    if (sum.value() != want)
+      record(m, __float_as_uint(values[v]), static_cast<std::uint32_t>(sum.value()), static_cast<std::uint32_t>(want));
+  }
 }
 
 // The largest error seen, as the bits of a non-negative double (whose
@@ -192,6 +220,14 @@ TEST(DeviceRoutingMath, SigmoidInRangeEqualsSigmoidAboveItsMinimum) {
   // negative ones above -64 and the negative NaNs: far more than 2^31.
   EXPECT_GT(n, 1ull << 31) << "the sweep did not cover the range";
   EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
+}
+
+TEST(DeviceRoutingMath, SoftmaxFixedSumEqualsTheConversionOnEveryTerm) {
+  SKIP_WITHOUT_GPU();
+  const Mismatches m = run_check([](Mismatches* d) { check_softmax_fixed_sum<<<kBlocks, kThreads>>>(d); });
+  EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
+  const Mismatches full = run_check([](Mismatches* d) { check_softmax_fixed_sum_capacity<<<1, 1>>>(d); });
+  EXPECT_EQ(full.count, 0u) << describe_mismatches(full);
 }
 
 // Runs check(mismatches, worst) and returns the mismatches; the largest

@@ -251,6 +251,47 @@ MS_HOST_DEVICE inline std::uint64_t softmax_term_fixed_by_bits(float e) {
   return man >> (-shift);
 }
 
+#ifdef __CUDACC__
+// A fixed-point sum of softmax terms (softmax_term_fixed's integers) for the
+// CUDA kernels, kept in two 32-bit halves so that no term takes the 64-bit
+// conversion: F2I.U64 issues on the XU pipe (16 lanes per clock per SM),
+// which the term's own expf already uses for its ex2, while the four fp32
+// operations below take the FMA pipe (128 lanes per clock). For e in [0, 1]
+// and u = e 2^20 (exact, a power-of-two scaling):
+//  - t = fma_rz(e, 2^20, 2^23) = 2^23 + floor(u): fp32 numbers in [2^23, 2^24)
+//    are the integers, and rounding toward zero is the floor there; so the
+//    bits of t are 0x4B000000 + floor(u);
+//  - h = t - 2^23 = floor(u) and r = fma(e, 2^20, -h) = u - floor(u), both
+//    exact (r is u's fraction, at most 23 significant bits);
+//  - fma_rz(r, 2^20, 2^23) = 2^23 + floor(r 2^20) the same way;
+// and floor(e 2^40) = floor(u) 2^20 + floor(r 2^20). `high` and `low` sum
+// the two floors; each term adds at most 2^20 to either, so up to
+// kSoftmaxFixedSumMaxTerms terms (a row of E <= 4095) cannot overflow
+// them, and value() is the exact sum of softmax_term_fixed over the terms
+// (test_cuda_routing_math checks one term on every float in [0, 1]). NaN
+// terms add garbage; callers replace a NaN row's sum, as for
+// softmax_term_fixed.
+constexpr int kSoftmaxFixedSumMaxTerms = 4095;  // floor((2^32 - 1) / 2^20)
+
+struct SoftmaxFixedSum {
+  std::uint32_t high = 0;  // the terms' floor(e 2^20), summed
+  std::uint32_t low = 0;   // the terms' floor(frac(e 2^20) 2^20), summed
+
+  __device__ __forceinline__ void add(float e) {
+    constexpr float k2p20 = 1048576.0f, k2p23 = 8388608.0f;
+    constexpr std::uint32_t k2p23Bits = 0x4B000000u;
+    const float t = __fmaf_rz(e, k2p20, k2p23);
+    const float r = fmaf(e, k2p20, -(t - k2p23));
+    const float t2 = __fmaf_rz(r, k2p20, k2p23);
+    high += __float_as_uint(t) - k2p23Bits;
+    low += __float_as_uint(t2) - k2p23Bits;
+  }
+  __device__ __forceinline__ std::uint64_t value() const {
+    return (static_cast<std::uint64_t>(high) << 20) + low;
+  }
+};
+#endif
+
 MS_HOST_DEVICE inline float softmax_sum_from_fixed(std::uint64_t fixed) {
 #ifdef __CUDA_ARCH__
   const float f = __ull2float_rn(fixed);
