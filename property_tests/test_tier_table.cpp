@@ -150,21 +150,28 @@ TEST(TierTable, MediumRows) {
 TEST(TierTable, LargeBatchCells) {
   expect_path({32768, 64, 8}, "row-per-thread");                      // E <= 128 sigmoid k > 1 from 32768 rows
   expect_path({32767, 64, 8}, "register");
-  expect_path({32768, 64, 1}, "register");                            // E <= 64 sigmoid k = 1 from 65536 rows
-  expect_path({65536, 64, 1}, "row-per-thread");
+  expect_path({32768, 64, 1}, "row-per-thread");                      // E = 64 sigmoid k = 1 from 32768 rows
+  expect_path({32767, 64, 1}, "register");
+  expect_path({32768, 48, 1}, "register");                            // ... E < 64 from 65536 (not swept)
+  expect_path({65536, 48, 1}, "row-per-thread");
   expect_path({32767, 128, 1}, "register");                           // E in (64, 128]: from 32768
   expect_path({32768, 128, 1}, "row-per-thread");
   expect_path({65536, 128, 1}, "row-per-thread");
-  expect_path({65536, 64, 2, DType::kFloat32, kSoftmax}, "register");  // fp32 softmax only from k = 4
-  expect_path({65536, 64, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
-  expect_path({32768, 64, 8, DType::kFloat32, kSoftmax}, "register");  // ... at 65536 rows
-  expect_path({65536, 64, 2, kBf16, kSoftmax}, "row-per-thread");     // 16-bit softmax k > 1 from 65536
-  expect_path({65536, 64, 1, kBf16, kSoftmax}, "register");           // softmax k = 1: the register path ...
+  expect_path({32768, 64, 2, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in [64, 128] softmax k > 1 from 32768
+  expect_path({32767, 64, 2, DType::kFloat32, kSoftmax}, "register");
+  expect_path({32768, 64, 8, DType::kFloat32, kSoftmax}, "row-per-thread");
+  expect_path({65536, 48, 2, DType::kFloat32, kSoftmax}, "register");  // ... E < 64: fp32 only from k = 4
+  expect_path({65536, 48, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
+  expect_path({65536, 48, 2, kBf16, kSoftmax}, "row-per-thread");     // ... 16-bit k > 1 from 65536
+  expect_path({32768, 48, 8, kBf16, kSoftmax}, "register");
+  expect_path({65536, 64, 1, DType::kFloat32, kSoftmax}, "register");  // softmax k = 1: the register path ...
   expect_path({65536, 128, 1, DType::kFloat32, kSoftmax}, "register");
-  expect_path({65536, 128, 1, kBf16, kSoftmax}, "row-per-thread");    // ... but 16-bit E in (64, 128] at 65536
-  expect_path({32768, 128, 4, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in (64, 128] k >= 4 from 32768
+  expect_path({65536, 64, 1, kBf16, kSoftmax}, "row-per-thread");     // ... but 16-bit E in [64, 128] at 65536
+  expect_path({65536, 128, 1, kBf16, kSoftmax}, "row-per-thread");
+  expect_path({65536, 48, 1, kBf16, kSoftmax}, "register");           // ... not E < 64
+  expect_path({32768, 128, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
   expect_path({32767, 128, 8, kBf16, kSoftmax}, "register");
-  expect_path({32768, 128, 3, kBf16, kSoftmax}, "register");          // ... k = 2-3 from 65536
+  expect_path({32768, 128, 3, kBf16, kSoftmax}, "row-per-thread");
   expect_path({65536, 256, 3}, "filter");                             // E = 256 sigmoid k <= 3 at 65536
   expect_path({65536, 256, 1, kBf16}, "filter");
   expect_path({65536, 256, 4}, "row-per-thread");                     // E = 256 sigmoid, k >= 4 from 16384
@@ -173,8 +180,10 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({16383, 256, 8}, "register");
   expect_path({32768, 256, 1}, "row-per-thread");                     // ... k = 1 from 32768, both dtypes
   expect_path({32767, 256, 1}, "register");
-  expect_path({32768, 256, 2}, "register");                           // ... k = 2-3 fp32: not here
-  expect_path({32768, 256, 2, kBf16}, "row-per-thread");
+  expect_path({32768, 256, 2}, "row-per-thread");                     // ... k = 2 from 32768, both dtypes
+  expect_path({32767, 256, 2, kBf16}, "register");
+  expect_path({16384, 256, 3}, "row-per-thread");                     // ... k = 3 from 16384
+  expect_path({16383, 256, 3, kBf16}, "register");
   expect_path({16384, 192, 1}, "row-per-thread");                     // E in (128, 256) sigmoid from 16384
   expect_path({16383, 192, 8}, "register");
   expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
@@ -189,7 +198,8 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 256, 8, DType::kFloat32, kSoftmax}, "filter");  // ... the filter path at 65536 rows
   expect_path({65536, 256, 4, kBf16, kSoftmax}, "filter");
   expect_path({65536, 256, 8, kBf16, kSoftmax}, "row-per-thread");    // ... but 16-bit k > 4
-  expect_path({32768, 256, 3, DType::kFloat32, kSoftmax}, "register");
+  expect_path({32768, 256, 2, DType::kFloat32, kSoftmax}, "row-per-thread");  // ... and k = 2-3 (session 32)
+  expect_path({32767, 256, 3, DType::kFloat32, kSoftmax}, "register");
   expect_path({65536, 256, 4, DType::kFloat32, kSoftmax}, "filter");
   expect_path({32768, 256, 1, DType::kFloat32, kSoftmax}, "register");  // k = 1: the estimated top-1 kernel
   expect_path({65536, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // ... up to 65536 rows

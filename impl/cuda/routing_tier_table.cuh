@@ -346,23 +346,33 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //    bf16 0.94-0.96x), and at 65536 rows bf16 k = 8 0.90x of the filter
 //    path (k = 4 even, fp32 1.16-1.24x); E = 320 fp32 from 16384 rows
 //    0.71-0.87x (at 65536 rows 0.74-0.80x), bf16 at 8192 rows 0.82-0.92x
-//    (fp32 there 0.90-1.11x). E = 64 and k = 2-3 were not swept and keep
-//    their rows.
+//    (fp32 there 0.90-1.11x).
+//  - E = 64 and k = 2-3, the same sweep on 26e801c's kernels (session 32,
+//    T = 8192-65536, E = 64 / 128 / 256, k = 1 / 2 / 3 / 4 / 8): this path
+//    against the table's choice took, at E = 64, 0.91-0.93x with sigmoid
+//    k = 1 at 32768 rows, 0.73-0.87x with softmax k >= 2 at 32768 rows,
+//    0.69-0.72x with fp32 softmax k = 2-3 at 65536 rows and 0.92x with
+//    bf16 softmax k = 1 at 65536 (fp32 1.02x); at E = 128 softmax k = 2-3
+//    0.77-0.85x at 32768 rows and fp32 0.71-0.74x at 65536; at E = 256
+//    sigmoid k = 3 0.81x / 0.94x (fp32 / bf16) at 16384 rows, fp32 k = 2-3
+//    0.62-0.77x at 32768 rows (k = 2 at 16384 0.96-0.98x, left), softmax
+//    k = 2-3 at 32768 rows 0.82-0.97x (bf16 k = 4 at 16384 0.95x, left).
+//    At 16384 rows E <= 128 lost (1.16-2.6x). E < 64 was not swept and
+//    keeps its rows.
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   const bool narrow = logit_bytes == 2;
   if (E <= 128) {
-    if (!kp.softmax) return rows >= (kp.topk == 1 && E <= 64 ? 65536 : 32768);
-    if (kp.topk == 1) return E > 64 && narrow && rows >= 65536;
-    if (E > 64 && kp.topk >= 4) return rows >= 32768;
+    if (!kp.softmax) return rows >= (kp.topk == 1 && E < 64 ? 65536 : 32768);
+    if (kp.topk == 1) return E >= 64 && narrow && rows >= 65536;
+    if (E >= 64) return rows >= 32768;
     return rows >= 65536 && (narrow || kp.topk >= 4);
   }
   if (E == 384 || E == 512) return false;  // full register tiers
   if (E == 256) {
-    if (kp.softmax) return kp.topk >= 4 && rows >= 32768;  // the filter path takes 65536 but bf16 k > 4
-    if (kp.topk >= 4) return rows >= 16384;
-    return rows >= 32768 && (narrow || kp.topk == 1);
+    if (kp.softmax) return kp.topk >= 2 && rows >= 32768;  // the filter path takes 65536 but bf16 k > 4
+    return rows >= (kp.topk >= 3 ? 16384 : 32768);         // the filter path takes 65536 for k <= 3
   }
   if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
   if (!kp.softmax) return rows >= (E > 256 ? 8192 : 16384);
