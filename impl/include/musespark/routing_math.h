@@ -229,7 +229,8 @@ constexpr std::int64_t kMaxFixedPointExperts = std::int64_t{1} << 23;
 // the conversion truncates, which for e >= 0 is the floor: one multiply and
 // one conversion instead of unpacking the float (the bit-level definition is
 // softmax_term_fixed_by_bits, which the tests check this against on every
-// fp32 value in [0, 1]).
+// fp32 value in [0, 1]). The CUDA kernels of E <= 512 sum the same integers
+// through SoftmaxFixedSum below, without the conversion.
 MS_HOST_DEVICE inline std::uint64_t softmax_term_fixed(float e) {
   constexpr float kScale = 1099511627776.0f;  // 2^40
 #ifdef __CUDA_ARCH__
