@@ -53,19 +53,21 @@ __device__ __forceinline__ void sigmoid_scores(float (&s)[P]) {
   }
 }
 
-// Softmax, first half: the lane's maximum (NaN dropped, as fmaxf does) and
-// whether it holds a NaN (1 or 0). Registers without an expert count as -inf.
+// Softmax, first half: the lane's maximum, NaN when the lane holds a NaN
+// (max.NaN), and whether it does (1 or 0). Registers without an expert
+// count as -inf. One instruction per expert, where the maximum without NaN
+// beside a max.NaN took two: the group reductions that combine the lanes'
+// maxima drop NaN (group_max_f32: ordered_score maps NaN to 0, fmaxf drops
+// it), so a row without NaN gets the same maximum, and a row with one is a
+// NaN row whose every term softmax_row_has_nan replaces, whatever maximum
+// its other lanes give.
 template <int P>
 __device__ __forceinline__ float lane_softmax_max(const float (&s)[P], const bool (&valid)[P],
                                                   std::uint32_t& has_nan) {
-  float mx = -INFINITY, mx_nan = -INFINITY;
+  float mx = -INFINITY;
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const float x = valid[i] ? s[i] : -INFINITY;
-    mx = fmaxf(mx, x);  // the maximum is exact in any order
-    mx_nan = fmax_keep_nan(mx_nan, x);
-  }
-  has_nan = isnan(mx_nan) ? 1u : 0u;
+  for (int i = 0; i < P; ++i) mx = fmax_keep_nan(mx, valid[i] ? s[i] : -INFINITY);  // exact in any order
+  has_nan = isnan(mx) ? 1u : 0u;
   return mx;
 }
 
@@ -185,9 +187,9 @@ __device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (
   // H200 (decode cells, three rounds): at W = 16 (the block-threshold
   // path at E = 512, k = 8) the lanes' form took 0.94-0.97x the time; at W
   // = 8 it took 1.02-1.03x (block-threshold, E = 256) and 1.03-1.11x
-  // (split-row, E = 512). The maximum is the same number either way (no
-  // entry is NaN: lane_softmax_max drops NaN) and the sum is exact in any
-  // order.
+  // (split-row, E = 512). The maximum is the same number either way (an
+  // entry is NaN only for a warp whose every lane held a NaN, and both
+  // forms drop it) and the sum is exact in any order.
   constexpr bool kByLanes = W >= 16;
   if constexpr (kByLanes) {
     mx = group_max_f32<32>(lane < W ? warp_max[lane] : -INFINITY);

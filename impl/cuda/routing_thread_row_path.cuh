@@ -278,13 +278,18 @@ struct SoftmaxTermKeyBounds {
 // test_cuda_softmax_sum_estimate checks the bound on adversarial rows.
 struct SoftmaxSumEstimate {
   float max = -INFINITY;  // m: fmaxf drops NaN
-  float max_nan = -INFINITY;
+  float max_nan = -INFINITY;  // NaN once a chunk held a NaN
   float sum = 0.0f;       // S', relative to max
+  // The chunk's maximum by max.NaN alone, one instruction per logit: a
+  // chunk with a NaN leaves m as it was (fmaxf drops the NaN maximum), and
+  // its row is a NaN row, whose shares the NaN sum makes NaN whatever m and
+  // S' come to; a row without NaN gets the same m as fmaxf's.
   template <int kN>
   __device__ __forceinline__ void add_chunk(const float (&xm)[kN]) {
     float chunk_max = -INFINITY;
 #pragma unroll
-    for (int i = 0; i < kN; ++i) chunk_max = fmaxf(chunk_max, xm[i]), max_nan = fmax_keep_nan(max_nan, xm[i]);
+    for (int i = 0; i < kN; ++i) chunk_max = fmax_keep_nan(chunk_max, xm[i]);
+    max_nan = fmax_keep_nan(max_nan, chunk_max);
     const float m = fmaxf(max, chunk_max);
     const float base = m == -INFINITY ? 0.0f : m;
     float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains, not one of kN adds
