@@ -56,35 +56,5 @@ TEST(RoutingMath, SoftmaxTermFixedEqualsTheBitLevelDefinitionOnEveryValue) {
   EXPECT_EQ(rm::softmax_term_fixed(0.0f), 0u);
 }
 
-// The warp sum by 22-bit pieces (one 32-bit reduction per piece) equals
-// the 64-bit sum modulo 2^64 for up to 1024 values of any size: extremes
-// (all ones, single high bits, values just past a piece boundary) and a
-// pseudo-random mix, for counts 1, 32 (a warp) and 1024 (the bound).
-TEST(RoutingMath, PieceSumsRecombineToTheWrappedSum) {
-  std::uint64_t state = 0x9E3779B97F4A7C15ull;
-  auto next = [&state] {
-    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
-    return state;
-  };
-  const std::uint64_t edges[] = {0, 1, 0x3FFFFF, 0x400000, (1ull << 44) - 1, 1ull << 44, 1ull << 63,
-                                 ~0ull, 0x000003FFFFFFFFFFull, (1ull << 40) * 16};
-  for (int n : {1, 32, 1024}) {
-    for (int pattern = 0; pattern < 12; ++pattern) {
-      std::uint64_t wrapped = 0;
-      std::uint32_t s[3] = {0, 0, 0};
-      for (int i = 0; i < n; ++i) {
-        const std::uint64_t v = pattern < 10 ? edges[pattern] : next() >> (pattern == 10 ? 0 : 20);
-        wrapped += v;
-        for (int piece = 0; piece < 3; ++piece) {
-          const std::uint32_t before = s[piece];
-          s[piece] += rm::piece22(v, piece);
-          ASSERT_GE(s[piece], before) << "piece " << piece << " overflowed at n = " << i + 1;
-        }
-      }
-      EXPECT_EQ(rm::recombine_pieces22(s[0], s[1], s[2]), wrapped) << "n = " << n << ", pattern " << pattern;
-    }
-  }
-}
-
 }  // namespace
 }  // namespace musespark

@@ -72,14 +72,13 @@ struct BlockRowScore {
 
 template <int W, bool kSoftmax>
 __device__ __forceinline__ BlockRowScore block_row_score(const KernelParams& p, const BlockRowInputs& in, int expert,
-                                                         float (&warp_max)[W], std::uint32_t (&warp_nan)[W],
-                                                         std::uint64_t (&warp_sum)[W]) {
+                                                         BlockSoftmaxScratch<W>& softmax_scratch) {
   const bool valid[1] = {expert < p.num_experts};
   float s[1] = {in.x};
   if constexpr (!kSoftmax) {
     sigmoid_scores(s);
   } else {
-    block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
+    block_softmax_shares<W>(s, valid, softmax_scratch);
   }
   return {s[0], valid[0] ? rm::ordered_score(s[0] + in.b) + 1u : 0u};
 }
@@ -102,9 +101,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
   __shared__ float cand_score[W * 32];
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
-  __shared__ float warp_max[W];  // block_softmax_shares' scratch
-  __shared__ std::uint32_t warp_nan[W];
-  __shared__ std::uint64_t warp_sum[W];
+  __shared__ BlockSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
 
   pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 
@@ -123,7 +120,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     }
 
     // ---- 1. the thread's expert's score ------------------------------------
-    const BlockRowScore own = block_row_score<W, kSoftmax>(p, in, expert, warp_max, warp_nan, warp_sum);
+    const BlockRowScore own = block_row_score<W, kSoftmax>(p, in, expert, softmax_scratch);
     const std::uint32_t ord = own.ord;
     auto write_slot = [&](int j) { store_block_row_slot(p, row, j, k, slot_expert, slot_score); };
 

@@ -91,9 +91,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
-  __shared__ float warp_max[W];  // block_softmax_shares' scratch
-  __shared__ std::uint32_t warp_nan[W];
-  __shared__ std::uint64_t warp_sum[W];
+  __shared__ BlockSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
 
   pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 
@@ -112,7 +110,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
     if (threadIdx.x == 0) cand_count = 0;  // added to after the barrier of step 2
 
     // ---- 1. the thread's expert's score -------------------------------------
-    const BlockRowScore own = block_row_score<W, kSoftmax>(p, in, expert, warp_max, warp_nan, warp_sum);
+    const BlockRowScore own = block_row_score<W, kSoftmax>(p, in, expert, softmax_scratch);
     const std::uint32_t ord = own.ord;
 
     // ---- 2. each warp's largest key -------------------------------------------
@@ -161,9 +159,7 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
-  __shared__ float warp_max[W];  // block_softmax_shares' scratch
-  __shared__ std::uint32_t warp_nan[W];
-  __shared__ std::uint64_t warp_sum[W];
+  __shared__ BlockSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
 
   pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 
@@ -191,7 +187,7 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
     if constexpr (!kSoftmax) {
       sigmoid_scores(s);
     } else {
-      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
+      block_softmax_shares<W>(s, valid, softmax_scratch);
     }
     std::uint32_t ord[P];
 #pragma unroll

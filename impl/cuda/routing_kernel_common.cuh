@@ -256,24 +256,6 @@ __device__ __forceinline__ LaneBest lane_best(OrdOf ord_of, ExpertOf expert_of, 
   return best;
 }
 
-// Sum modulo 2^64 over the group. G = 32: three 22-bit pieces of each
-// value, each summed exactly by one redux.sync (32 * 2^22 < 2^32), then
-// recombined (rm::recombine_pieces22): the same sum as the shuffle tree,
-// with three independent reductions instead of five dependent steps.
-template <int G>
-__device__ __forceinline__ std::uint64_t group_sum_u64(std::uint64_t v) {
-  if constexpr (G == 32) {
-    const std::uint32_t s0 = __reduce_add_sync(0xFFFFFFFFu, rm::piece22(v, 0));
-    const std::uint32_t s1 = __reduce_add_sync(0xFFFFFFFFu, rm::piece22(v, 1));
-    const std::uint32_t s2 = __reduce_add_sync(0xFFFFFFFFu, rm::piece22(v, 2));
-    return rm::recombine_pieces22(s0, s1, s2);
-  } else {
-#pragma unroll
-    for (int off = G / 2; off > 0; off /= 2) v += __shfl_xor_sync(0xFFFFFFFFu, v, off, G);
-    return v;
-  }
-}
-
 // A row's fixed-point softmax sum over the group from each lane's
 // rm::SoftmaxFixedSum: each half summed as a 32-bit integer (one redux.sync
 // for G = 32, else a shuffle tree), exact while the row holds at most

@@ -165,50 +165,94 @@ __device__ __forceinline__ float estimate_margin(float max_abs_bias) {
   return (kSoftmax ? rm::kSoftmaxEstimateMarginFactor : rm::kSigmoidEstimateMarginFactor) * (1.0f + max_abs_bias);
 }
 
-// Softmax over a row that the W warps of a block share (the split-row and
-// block-rank paths): the maximum and the fixed-point sum cross the warps
-// through shared memory (the caller's arrays, one entry per warp), one
-// barrier each; both are exact, so the order in which warps combine them
-// changes no bit.
+// Softmax over a row that the W warps of a block share (the split-row,
+// block-rank and block-threshold paths): the maximum and the fixed-point
+// sum cross the warps through shared memory (BlockSoftmaxScratch, one
+// entry per warp), one barrier each; both are exact, so the order in which
+// warps combine them changes no bit.
+//
+// Two forms of the crossing. From kBlockSoftmaxLanesFrom warps, lane w < W
+// reads warp w's entry and one warp reduction combines them (one shared
+// load and one redux.sync per value in each thread); below, each thread
+// loops over the W entries. Measured on the H200 (decode cells, three
+// rounds): at W = 16 (the block-threshold path at E = 512, k = 8) the
+// lanes' form took 0.94-0.97x the time; at W = 8 it took 1.02-1.03x
+// (block-threshold, E = 256) and 1.03-1.11x (split-row, E = 512). The
+// lanes' form keeps each warp's maximum as the order-preserving key its
+// redux.sync produced (no conversion back and forth around the barrier)
+// and its sum as the two 32-bit halves of rm::SoftmaxFixedSum: a row of E
+// <= 512 terms adds at most 2^29 to either half, so the halves of all W
+// warps sum exactly in 32 bits, one redux.sync each, where the 64-bit sums
+// took three redux.sync over 22-bit pieces and the splitting and
+// recombining around them (H200, E = 512 decode on the 16-warp kernel:
+// 0.88-0.92x the time). The same storage in the loop form made the
+// split-row path's E = 512 cells 1.03-1.08x slower, so it keeps floats and
+// 64-bit sums.
+constexpr int kBlockSoftmaxLanesFrom = 16;
+
+template <int W, bool kByLanes = (W >= kBlockSoftmaxLanesFrom)>
+struct BlockSoftmaxScratch;
+
+template <int W>
+struct BlockSoftmaxScratch<W, true> {
+  std::uint32_t max_ord[W];  // rm::ordered_score of each warp's maximum
+  std::uint32_t has_nan[W];
+  std::uint32_t sum_high[W];  // rm::SoftmaxFixedSum halves
+  std::uint32_t sum_low[W];
+};
+
+template <int W>
+struct BlockSoftmaxScratch<W, false> {
+  float max[W];
+  std::uint32_t has_nan[W];
+  std::uint64_t sum[W];
+};
+
 template <int W, int P>
-__device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (&valid)[P], float (&warp_max)[W],
-                                                     std::uint32_t (&warp_nan)[W], std::uint64_t (&warp_sum)[W]) {
+__device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (&valid)[P],
+                                                     BlockSoftmaxScratch<W>& scratch) {
   static_assert(W >= 1 && W <= 32, "one warp's lanes read the W entries");
+  static_assert(32 * W * P <= rm::kSoftmaxFixedSumMaxTerms, "the halves of the block's sum fit 32 bits");
+  constexpr bool kByLanes = W >= kBlockSoftmaxLanesFrom;
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   std::uint32_t has_nan = 0;
-  float mx = group_max_f32<32>(lane_softmax_max(s, valid, has_nan));
-  has_nan = group_max_u32<32>(has_nan);
-  if (lane == 0) warp_max[warp] = mx, warp_nan[warp] = has_nan;
-  __syncthreads();
-  // From 16 warps, lane w < W reads warp w's entry and one warp reduction
-  // combines them (one shared load and one redux.sync per value in each
-  // thread); below, each thread loops over the W entries. Measured on the
-  // H200 (decode cells, three rounds): at W = 16 (the block-threshold
-  // path at E = 512, k = 8) the lanes' form took 0.94-0.97x the time; at W
-  // = 8 it took 1.02-1.03x (block-threshold, E = 256) and 1.03-1.11x
-  // (split-row, E = 512). The maximum is the same number either way (an
-  // entry is NaN only for a warp whose every lane held a NaN, and both
-  // forms drop it) and the sum is exact in any order.
-  constexpr bool kByLanes = W >= 16;
+  const float lane_max = lane_softmax_max(s, valid, has_nan);
+  has_nan = __reduce_or_sync(0xFFFFFFFFu, has_nan);
+  float mx;
   if constexpr (kByLanes) {
-    mx = group_max_f32<32>(lane < W ? warp_max[lane] : -INFINITY);
-    has_nan = __reduce_or_sync(0xFFFFFFFFu, lane < W ? warp_nan[lane] : 0u);
+    // NaN lanes give 0 and drop out; max_ord is 0 only when every lane of
+    // the block held a NaN, a NaN row whatever mx comes to.
+    const std::uint32_t warp_ord = __reduce_max_sync(0xFFFFFFFFu, rm::ordered_score(lane_max));
+    if (lane == 0) scratch.max_ord[warp] = warp_ord, scratch.has_nan[warp] = has_nan;
+    __syncthreads();
+    mx = rm::score_from_ordered(__reduce_max_sync(0xFFFFFFFFu, lane < W ? scratch.max_ord[lane] : 0u));
+    has_nan = __reduce_or_sync(0xFFFFFFFFu, lane < W ? scratch.has_nan[lane] : 0u);
   } else {
+    mx = group_max_f32<32>(lane_max);  // NaN only for a warp whose every lane held one; fmaxf drops it below
+    if (lane == 0) scratch.max[warp] = mx, scratch.has_nan[warp] = has_nan;
+    __syncthreads();
 #pragma unroll
-    for (int w = 0; w < W; ++w) mx = fmaxf(mx, warp_max[w]), has_nan |= warp_nan[w];
+    for (int w = 0; w < W; ++w) mx = fmaxf(mx, scratch.max[w]), has_nan |= scratch.has_nan[w];
   }
-  std::uint64_t fixed = group_sum_fixed<32>(lane_softmax_exp(s, valid, mx));
-  if (lane == 0) warp_sum[warp] = fixed;
-  __syncthreads();
+  rm::SoftmaxFixedSum fixed = lane_softmax_exp(s, valid, mx);
+  fixed.high = __reduce_add_sync(0xFFFFFFFFu, fixed.high);
+  fixed.low = __reduce_add_sync(0xFFFFFFFFu, fixed.low);
+  std::uint64_t row_fixed;
   if constexpr (kByLanes) {
-    fixed = group_sum_u64<32>(lane < W ? warp_sum[lane] : std::uint64_t{0});
+    if (lane == 0) scratch.sum_high[warp] = fixed.high, scratch.sum_low[warp] = fixed.low;
+    __syncthreads();
+    fixed.high = __reduce_add_sync(0xFFFFFFFFu, lane < W ? scratch.sum_high[lane] : 0u);
+    fixed.low = __reduce_add_sync(0xFFFFFFFFu, lane < W ? scratch.sum_low[lane] : 0u);
+    row_fixed = fixed.value();
   } else {
-    fixed = 0;
+    if (lane == 0) scratch.sum[warp] = fixed.value();
+    __syncthreads();
+    row_fixed = 0;
 #pragma unroll
-    for (int w = 0; w < W; ++w) fixed += warp_sum[w];
+    for (int w = 0; w < W; ++w) row_fixed += scratch.sum[w];
   }
-  softmax_shares(s, fixed, softmax_row_has_nan(has_nan != 0, mx));
+  softmax_shares(s, row_fixed, softmax_row_has_nan(has_nan != 0, mx));
 }
 
 }  // namespace musespark::cuda

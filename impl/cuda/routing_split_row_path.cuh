@@ -55,9 +55,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
   __shared__ std::uint32_t cand_ord[W][kPitch];
   __shared__ std::uint32_t cand_expert[W][kPitch];
   __shared__ float cand_score[W][kPitch];
-  __shared__ float warp_max[W];  // block_softmax_shares' scratch
-  __shared__ std::uint64_t warp_sum[W];
-  __shared__ std::uint32_t warp_nan[W];
+  __shared__ BlockSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
   __shared__ std::uint32_t ranked_expert[32];  // the rank merge's slots
   __shared__ float ranked_score[32];
   __shared__ uint4 winner[W];  // k = 1, W <= 4: warp w's best (ord, expert, score bits)
@@ -91,7 +89,7 @@ __global__ void __launch_bounds__(32 * W) route_split_row_kernel(const KernelPar
     if constexpr (!kSoftmax) {
       sigmoid_scores(s);
     } else {
-      block_softmax_shares<W>(s, valid, warp_max, warp_nan, warp_sum);
+      block_softmax_shares<W>(s, valid, softmax_scratch);
     }
 
     // ---- k = 1: each warp's best expert, then the best of the W ------------

@@ -192,21 +192,6 @@ MS_HOST_DEVICE inline float score_from_ordered(std::uint32_t ordered) {
   return bits_as_float((ordered & 0x80000000u) ? (ordered & 0x7FFFFFFFu) : ~ordered);
 }
 
-// A 64-bit sum as three sums of 22-bit pieces: piece22(v, i) is bits
-// [22 i, 22 i + 22) of v; summing each piece over n <= 1024 values cannot
-// overflow 32 bits (n * (2^22 - 1) < 2^32), and recombine_pieces22 of the
-// three piece sums equals the sum of the values modulo 2^64. The CUDA
-// kernel sums a warp's fixed-point softmax terms this way, one redux.sync
-// per piece.
-MS_HOST_DEVICE inline std::uint32_t piece22(std::uint64_t v, int i) {
-  return static_cast<std::uint32_t>((v >> (22 * i)) & 0x3FFFFFu);
-}
-
-MS_HOST_DEVICE inline std::uint64_t recombine_pieces22(std::uint32_t s0, std::uint32_t s1, std::uint32_t s2) {
-  return static_cast<std::uint64_t>(s0) + (static_cast<std::uint64_t>(s1) << 22) +
-         (static_cast<std::uint64_t>(s2) << 44);
-}
-
 // Larger key = earlier rank. Unique per expert within a row.
 MS_HOST_DEVICE inline std::uint64_t selection_key(float q, std::uint32_t expert) {
   return (static_cast<std::uint64_t>(ordered_score(q)) << 32) | (0xFFFFFFFFu - expert);
