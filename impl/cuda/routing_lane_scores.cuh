@@ -188,7 +188,7 @@ __device__ __forceinline__ float estimate_margin(float max_abs_bias) {
 // 0.88-0.92x the time). The same storage in the loop form made the
 // split-row path's E = 512 cells 1.03-1.08x slower, so it keeps floats and
 // 64-bit sums.
-constexpr int kBlockSoftmaxLanesFrom = 16;
+constexpr int kBlockSoftmaxLanesFrom = 8;
 
 template <int W, bool kByLanes = (W >= kBlockSoftmaxLanesFrom)>
 struct BlockSoftmaxScratch;
