@@ -70,9 +70,9 @@ struct BlockRowScore {
   std::uint32_t ord;
 };
 
-template <int W, bool kSoftmax>
+template <int W, bool kSoftmax, bool kByLanes>
 __device__ __forceinline__ BlockRowScore block_row_score(const KernelParams& p, const BlockRowInputs& in, int expert,
-                                                         BlockSoftmaxScratch<W>& softmax_scratch) {
+                                                         BlockSoftmaxScratch<W, kByLanes>& softmax_scratch) {
   const bool valid[1] = {expert < p.num_experts};
   float s[1] = {in.x};
   if constexpr (!kSoftmax) {

@@ -45,6 +45,11 @@
 
 namespace musespark::cuda {
 
+// The softmax crossing of both block-threshold kernels: the lanes' form
+// from 8 warps (kBlockThresholdSoftmaxLanesFrom says why).
+template <int W>
+using BlockThresholdSoftmaxScratch = BlockSoftmaxScratch<W, (W >= kBlockThresholdSoftmaxLanesFrom)>;
+
 // Steps 5 and 6 of the block-threshold kernels, after the barrier that
 // completes the n candidates. Candidate c's rank among the n is its slot
 // when below k: the row has at least k experts (k <= E) and all of the
@@ -91,7 +96,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
-  __shared__ BlockSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
+  __shared__ BlockThresholdSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
 
   pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 
@@ -159,7 +164,7 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
-  __shared__ BlockSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
+  __shared__ BlockThresholdSoftmaxScratch<W> softmax_scratch;  // block_softmax_shares'
 
   pdl_trigger_early(p.trigger_first);  // the wait: the row loop's first statement (pdl_trigger_early)
 

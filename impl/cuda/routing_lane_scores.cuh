@@ -171,24 +171,31 @@ __device__ __forceinline__ float estimate_margin(float max_abs_bias) {
 // entry per warp), one barrier each; both are exact, so the order in which
 // warps combine them changes no bit.
 //
-// Two forms of the crossing. From kBlockSoftmaxLanesFrom warps, lane w < W
-// reads warp w's entry and one warp reduction combines them (one shared
-// load and one redux.sync per value in each thread); below, each thread
-// loops over the W entries. Measured on the H200 (decode cells, three
-// rounds): at W = 16 (the block-threshold path at E = 512, k = 8) the
-// lanes' form took 0.94-0.97x the time; at W = 8 it took 1.02-1.03x
-// (block-threshold, E = 256) and 1.03-1.11x (split-row, E = 512). The
-// lanes' form keeps each warp's maximum as the order-preserving key its
-// redux.sync produced (no conversion back and forth around the barrier)
-// and its sum as the two 32-bit halves of rm::SoftmaxFixedSum: a row of E
-// <= 512 terms adds at most 2^29 to either half, so the halves of all W
-// warps sum exactly in 32 bits, one redux.sync each, where the 64-bit sums
-// took three redux.sync over 22-bit pieces and the splitting and
-// recombining around them (H200, E = 512 decode on the 16-warp kernel:
-// 0.88-0.92x the time). The same storage in the loop form made the
-// split-row path's E = 512 cells 1.03-1.08x slower, so it keeps floats and
-// 64-bit sums.
-constexpr int kBlockSoftmaxLanesFrom = 8;
+// Two forms of the crossing, the kernel's choice (the scratch's type
+// names it). In the lanes' form lane w < W reads warp w's entry and one
+// warp reduction combines them (one shared load and one redux.sync per
+// value in each thread); in the loop form each thread loops over the W
+// entries. The lanes' form keeps each warp's maximum as the
+// order-preserving key its redux.sync produced (no conversion back and
+// forth around the barrier) and its sum as the two 32-bit halves of
+// rm::SoftmaxFixedSum: a row of E <= 512 terms adds at most 2^29 to either
+// half, so the halves of all W warps sum exactly in 32 bits, one
+// redux.sync each, where 64-bit sums would take three redux.sync over
+// 22-bit pieces and the splitting and recombining around them. The loop
+// form keeps floats and 64-bit sums.
+//
+// Measured on the H200 (decode cells T = 1, 16, 128, E = 128-512, k = 1,
+// 4, 8, both dtypes, three rounds each): the lanes' form from 16 warps
+// took 0.88-0.92x the time of 22-bit pieces at E = 512 on the 16-warp
+// block-threshold kernel; at 8 warps it took 0.89-0.93x the loop form's
+// time on the block-threshold path's E = 512, k = 8 pair kernel (8 warps,
+// two experts a thread) and 0.98-1.00x at E = 256, but 1.08-1.14x on the
+// split-row path's E = 512, k = 1 cells and 1.03-1.04x at bf16 k = 4; the
+// loop form with the lanes' storage took 1.03-1.08x on the split-row
+// path. Hence the block-threshold path from 8 warps, the split-row and
+// block-rank paths from 16.
+constexpr int kBlockSoftmaxLanesFrom = 16;
+constexpr int kBlockThresholdSoftmaxLanesFrom = 8;
 
 template <int W, bool kByLanes = (W >= kBlockSoftmaxLanesFrom)>
 struct BlockSoftmaxScratch;
@@ -208,12 +215,11 @@ struct BlockSoftmaxScratch<W, false> {
   std::uint64_t sum[W];
 };
 
-template <int W, int P>
+template <int W, bool kByLanes, int P>
 __device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (&valid)[P],
-                                                     BlockSoftmaxScratch<W>& scratch) {
+                                                     BlockSoftmaxScratch<W, kByLanes>& scratch) {
   static_assert(W >= 1 && W <= 32, "one warp's lanes read the W entries");
   static_assert(32 * W * P <= rm::kSoftmaxFixedSumMaxTerms, "the halves of the block's sum fit 32 bits");
-  constexpr bool kByLanes = W >= kBlockSoftmaxLanesFrom;
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   std::uint32_t has_nan = 0;
