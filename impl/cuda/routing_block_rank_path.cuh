@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(32 * W) route_block_rank_kernel(const KernelPa
     // k = 8 0.91-0.94x (sigmoid) and 0.96-0.97x (softmax) the time; k = 4
     // softmax 1.01-1.035x, hence k > 4. Only compiled up to W = 4: with W = 8
     // (where it would serve k <= 4 only) the branch made the kernel's k = 8
-    // rows, which never take it, 17-21% slower (docs/performance.md).
+    // rows, which never take it, 17-21% slower (docs/performance_log.md).
     const int listed = W * kc;
     if constexpr (W <= 4) {
       if (listed <= 32 && k > 4) {  // block-uniform

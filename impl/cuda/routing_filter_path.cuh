@@ -5,7 +5,7 @@
 // (filter_unsupported names what it needs).
 //
 // Why. Large batches are bound by instruction issue, not by memory
-// (docs/performance.md): with one warp per row the exact score of every
+// (docs/performance_log.md): with one warp per row the exact score of every
 // expert (about fourteen instructions for the sigmoid) and every per-row
 // step of the selection (tau, ranking, slot writes, stores) are whole-warp
 // instructions. Here a warp works on R <= 16 rows in two phases:

@@ -30,7 +30,7 @@
 // and the E <= 32 tier of one warp per row (k >= 5) and the tiers that
 // share a warp between rows up to E = 32 (k >= 4 at E <= 16, k >= 2 on two
 // lanes of 4, k >= 8 above 16 experts) have kernels of their own that rank
-// rows: time follows the code a kernel carries (docs/performance.md).
+// rows: time follows the code a kernel carries (docs/performance_log.md).
 // Selection keys are unique and the softmax sum is fixed point, so which
 // path, tier, kernel or vector width runs never changes a bit of the result.
 #pragma once

@@ -71,7 +71,7 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 // of every kernel for it (ctest pdl_wait_order). H200, against the wait
 // first, T = 1-1024, E = 8-512, k = 1 / 4 / 8, both dtypes and
 // normalizations, two rounds: 0.901x / 0.888x the time over 240 cells,
-// 215 / 225 faster by > 3%, none slower (docs/performance.md). The
+// 215 / 225 faster by > 3%, none slower (docs/performance_log.md). The
 // large-batch kernels (row-per-thread, filter, shared) read the bias
 // before their loop or set up little, and measured 0.996-0.999x for the
 // same move (T = 8192 and 65536, two rounds, no cell past 3%): kept so
@@ -94,7 +94,7 @@ __device__ __forceinline__ void pdl_enter(bool trigger_first) {
 
 // Grids of up to this many warps trigger their dependents before the PDL
 // wait. H200, anchor grid, trigger first everywhere against after the wait
-// (docs/performance.md): 0.91-1.03x the time, most cells below 1, on grids
+// (docs/performance_log.md): 0.91-1.03x the time, most cells below 1, on grids
 // of up to 512 warps (T = 1 and 16, T = 128 with up to 4 warps per row,
 // T = 1024 at E = 8 k <= 4); 1.02-1.33x on grids of 1024 warps and more.
 constexpr long long kTriggerFirstMaxWarps = 512;

@@ -9,7 +9,7 @@
 // selection (the tau rounds, the candidate ranking, the slot writes) is a
 // whole-warp instruction; large batches are bound by instruction issue, and
 // those steps are about two thirds of a row's instructions at E = 256
-// (docs/performance.md). With a row per thread a per-row step costs a
+// (docs/performance_log.md). With a row per thread a per-row step costs a
 // thirty-second of a warp instruction per row. Each row keeps E 16-bit keys
 // in shared memory, which bounds the warps per SM; G lanes per row keep the
 // same rows in flight with G times the warps, to hide a row's long

@@ -17,7 +17,7 @@
 // lane each and exactly k experts reach it, they have ranked the candidates
 // already and the stores and ranking are skipped. The round selection
 // instead keeps a sorted 3-entry list per lane (~18 instructions per
-// expert) and spends ~30 instructions per round (docs/performance.md).
+// expert) and spends ~30 instructions per round (docs/performance_log.md).
 // Rows with fewer than k lanes holding a non-NaN expert, or more than 32
 // candidates (constant rows, mass ties), return false and the caller
 // selects them by rounds.

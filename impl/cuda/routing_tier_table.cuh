@@ -1,6 +1,6 @@
 // The tier table of the router kernel: which path and tier each call
 // takes, with the measurements behind every threshold (H200, same-call
-// A/Bs; docs/performance.md has the tables). Included once per logits
+// A/Bs; docs/performance_log.md has the tables). Included once per logits
 // dtype by routing_kernel_{fp32,bf16,fp16}.cu; routing_kernel.cuh has the
 // kernel's interface.
 #pragma once
@@ -15,7 +15,7 @@ namespace musespark::cuda {
 // Where the block-rank path runs (one block per row, one expert per
 // thread, no selection rounds in the row's chain). Measured on the H200
 // against the tier table before it, anchor grid, T = 1-128
-// (docs/performance.md): k = 8 at E = 128 0.77-0.85x the time (register
+// (docs/performance_log.md): k = 8 at E = 128 0.77-0.85x the time (register
 // path, 8 rounds) and at E = 256 0.81-0.92x (threshold selection); k = 4 at
 // E = 128 0.91-0.99x. It lost elsewhere: E = 64 (one warp per row, two
 // experts per lane: 1.0-1.2x), k = 1 (1.0-1.18x, softmax most: its two
@@ -107,7 +107,7 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 // k in [2, 4] came with the candidates counted against the warp maxima
 // (no tau, routing_block_threshold_path.cuh): forced against the split-row
 // path (H200, 2026-12-01, T = 1, 16, 64, 128, fp32 and bf16, E = 192, 256,
-// 384, 512; docs/performance.md) it took 0.86-0.98x the time with sigmoid
+// 384, 512; docs/performance_log.md) it took 0.86-0.98x the time with sigmoid
 // and 0.91-1.00x with softmax up to E = 384; with softmax at E = 512 it
 // lost (1.02-1.12x: its two block barriers for the sum at W = 16).
 // E in (64, 128] (W = 4 warps) with sigmoid and k in [2, 4], forced
@@ -164,7 +164,7 @@ inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_by
 // block paths do not (k = 1; softmax above E = 384 with k <= 4): a block of
 // E / 64 warps per row shortens the dependent chain that bounds decode. On
 // the H200 it took 0.56-0.80x the register path's time at T <= 128 and
-// 1.12-1.18x at T = 1024 (docs/performance.md).
+// 1.12-1.18x at T = 1024 (docs/performance_log.md).
 constexpr std::int64_t kSplitRowMaxRows = 128;
 
 // Where the register path tries threshold selection first (one warp per
@@ -173,7 +173,7 @@ constexpr std::int64_t kSplitRowMaxRows = 128;
 // E = 256-512, 8192+ rows, on the H200); below that its shared-memory round
 // trips lengthen the dependent chain that bounds decode, and with 2 or 4
 // experts per lane (E <= 128) the ranking costs more than the rounds it
-// replaces (1.05-1.3x). docs/performance.md has the measurements.
+// replaces (1.05-1.3x). docs/performance_log.md has the measurements.
 constexpr std::int64_t kThresholdSelectMinRows = 1024;
 constexpr int kThresholdSelectMinExperts = 129;
 // k = 2 (and k = 3 above 256 experts) take it from here: the estimated
@@ -246,7 +246,7 @@ inline bool estimate_select_enabled(const KernelParams& kp, const LaunchOptions&
 // the warp-per-row tier with threshold selection beats the split-row path
 // at any row count (H200, fp32, T <= 128, k = 8: sigmoid 0.80-0.84x the
 // time, softmax 0.90-0.92x; k = 4 and E = 512 are not faster, so they keep
-// the split-row path; docs/performance.md). Up to kBlockRankMaxRows the
+// the split-row path; docs/performance_log.md). Up to kBlockRankMaxRows the
 // block-threshold path, checked first, takes these cells with k <= 8.
 inline bool decode_prefers_threshold(const KernelParams& kp) {
   return kp.num_experts >= kThresholdSelectMinExperts && kp.num_experts <= 256 && kp.topk > 4;
@@ -288,7 +288,7 @@ inline bool split_row_preferred(const KernelParams& kp) {
 // Where E <= 32 takes one warp per row (one expert per lane): a round of
 // the selection is then two redux.sync and a shuffle, where 4-16 lanes per
 // row need two shuffle trees, but a warp does 1 row instead of 8-2. Measured
-// at E = 8 on the H200 against 4 lanes per row (docs/performance.md): T <= 16
+// at E = 8 on the H200 against 4 lanes per row (docs/performance_log.md): T <= 16
 // 0.83-1.01x the time; T = 128 k >= 4 0.90-0.97x, k = 1 1.0-1.08x; T = 1024
 // k = 8 0.92-0.95x, k <= 4 1.01-1.08x. E = 16 (two device calls of the
 // same day, fp32): 0.79-1.0x where the rule applies. E = 32 untimed against
@@ -304,7 +304,7 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 // warp instructions under ncu), but a thread's row is one long dependent
 // stream and each row keeps E 16-bit keys in shared memory, so it needs many
 // rows and resident warps; 16-bit logits halve its staging. Measured on the
-// H200 against the register path (docs/performance.md, "row-per-thread"):
+// H200 against the register path (docs/performance_log.md, "row-per-thread"):
 //  - E <= 128 (one lane per row): sigmoid from 32768 rows 0.59-0.99x the
 //    time (one cell 1.04x); softmax with 16-bit logits from 65536 rows
 //    0.73-0.95x; fp32 softmax up to 1.1x.
@@ -381,7 +381,7 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 }
 
 // Where the filter path runs by itself (routing_filter_path.cuh). Forced
-// against the tier table before it on the H200 (docs/performance.md):
+// against the tier table before it on the H200 (docs/performance_log.md):
 //  - 2026-11-30, at the first form (T = 8192-65536, E = 64-512, k = 1, 4, 8,
 //    fp32 and bf16, both normalizations): E = 384 and 512 0.60-0.80x the
 //    time at 65536 rows, 0.69-0.83x at 32768 and 0.81-0.99x at 16384
@@ -432,7 +432,7 @@ inline bool filter_preferred(const KernelParams& kp, int logit_bytes) {
 // 8 rows, all resident at two blocks per SM on a 132-SM H100 or H200) the
 // third block per SM has nothing to hold, so the build without a spill
 // runs; above it the three-block build's extra warps pay for its spill.
-// H200, two blocks per SM against three (docs/performance.md): T = 1024
+// H200, two blocks per SM against three (docs/performance_log.md): T = 1024
 // 0.84-0.91x the time with 16-bit logits, 0.97-0.98x fp32; T = 8192
 // 1.05-1.19x and T = 65536 1.11-1.27x.
 constexpr std::int64_t kSpillFreeMaxRows = 2048;
@@ -518,7 +518,7 @@ inline bool e8_two_lanes_per_row(const KernelParams& kp) {
 // (G = 32), the shortest dependent chain per row. Many rows: eight experts
 // per lane, so 32 / G rows share a warp and the k rounds of group
 // reductions are paid once per warp.
-// Where "many" starts was measured on the H200 (docs/performance.md): for
+// Where "many" starts was measured on the H200 (docs/performance_log.md): for
 // E = 128 from 4096 rows (but sigmoid k > 4: e128_estimates_past_4096);
 // for E = 64 it depends on k (e64_lanes_per_row). Above 128 experts one warp
 // per row with 8, 12 or 16 experts per lane: a full tier (E = 256, 384,

@@ -3,7 +3,7 @@ the code size of each kernel (its .text section; 16 bytes per SASS
 instruction on sm_90), its register count (the EIATTR_REGCOUNT entry of
 .nv.info) and its static shared memory (its .nv.shared section). Decode
 time on the H200 followed the code a kernel carries, not only what it runs
-(docs/performance.md), and this machine has no cuobjdump or nvdisasm:
+(docs/performance_log.md), and this machine has no cuobjdump or nvdisasm:
 `nvcc -cubin` and this reader give the sizes here."""
 import struct
 

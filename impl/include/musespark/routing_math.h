@@ -76,7 +76,7 @@ __device__ inline float reciprocal_from_one(float b) {
 // sigmoid(x) = (1 + tanh(x / 2)) / 2 from the hardware's tanh estimate:
 // three instructions, one of them on the MUFU pipe, against about fourteen
 // for the exact sigmoid (the exp2 and reciprocal estimates took four, two
-// of them MUFU; H200 A/B in docs/performance.md, session 31). The PTX ISA
+// of them MUFU; H200 A/B in docs/performance_log.md, session 31). The PTX ISA
 // documents tanh.approx.f32's relative error only coarsely (around
 // 2^-11), so its bound below is 1.5 * 2^-12 on the sigmoid, which holds
 // on any GPU that meets that figure; the H200 measured 2^-17.9 (the test
