@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -473,6 +474,42 @@ TEST(CudaKernel, BlockThresholdPathEqualsTheOtherPaths) {
   SKIP_WITHOUT_GPU();
   expect_forced_path_equals_shared(8, "block-threshold", {33, 40, 64, 100, 128, 129, 200, 256, 300, 384, 500, 512},
                                    {1, 2, 4, 8, 9, 16, 17, 33, 64}, {1, 3, 1030});
+}
+
+// The block-threshold path's softmax on many rows of every logits
+// distribution, with the biases that put q values closest (tiny and
+// all-equal biases: near and exact ties in q), on both kernels (one expert
+// per thread; 8 warps of two experts at E > 384), 1030 rows each: the
+// softmax crossings, the count of warp maxima above each key and the
+// candidates' rank, against the shared-memory path bit for bit. (It also
+// guarded next/block-threshold-softmax-bounds, whose bounds from an
+// estimated sum would have dropped top-k experts had they been wrong.)
+TEST(CudaKernel, BlockThresholdSoftmaxOnEveryDistribution) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal,     harness::LogitsDistribution::kWide,
+      harness::LogitsDistribution::kQuantized,  harness::LogitsDistribution::kConstant,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs,
+      harness::LogitsDistribution::kHuge};
+  const harness::BiasDistribution biases[] = {harness::BiasDistribution::kTiny, harness::BiasDistribution::kAllEqual,
+                                              harness::BiasDistribution::kNormal, harness::BiasDistribution::kZero};
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {256, 300, 449, 512})
+    for (std::int64_t k : {1, 4, 8})
+      for (std::size_t d = 0; d < std::size(dists); ++d) {
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = 1030;
+        cfg.logits = dists[d];
+        cfg.bias = biases[(d + static_cast<std::size_t>(k)) % std::size(biases)];
+        cfg.logits_dtype = seed % 2 ? DType::kBFloat16 : DType::kFloat32;
+        cfg.normalization = Normalization::kSoftmax;
+        cfg.seed = seed++;
+        const RoutingCase c(cfg);
+        testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = 8}), {.force_path = 2},
+                                                "block-threshold softmax vs shared, " + describe(cfg));
+      }
 }
 
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
