@@ -481,9 +481,7 @@ TEST(CudaKernel, BlockThresholdPathEqualsTheOtherPaths) {
 // all-equal biases: near and exact ties in q), on both kernels (one expert
 // per thread; 8 warps of two experts at E > 384), 1030 rows each: the
 // softmax crossings, the count of warp maxima above each key and the
-// candidates' rank, against the shared-memory path bit for bit. (It also
-// guarded next/block-threshold-softmax-bounds, whose bounds from an
-// estimated sum would have dropped top-k experts had they been wrong.)
+// candidates' rank, against the shared-memory path bit for bit.
 TEST(CudaKernel, BlockThresholdSoftmaxOnEveryDistribution) {
   SKIP_WITHOUT_GPU();
   const harness::LogitsDistribution dists[] = {
