@@ -61,7 +61,7 @@ struct KernelParams {
   std::int32_t num_experts;    // E
   std::int32_t topk;           // k
   float route_scale;
-  float multiplier;            // used when has_multiplier
+  float multiplier;            // 1 without a multiplier (apply_multiplier_unconditional relies on it)
   float eps;                   // used when has_eps
   bool has_multiplier;
   bool has_eps;

@@ -331,4 +331,13 @@ __device__ __forceinline__ float apply_multiplier(const KernelParams& p, float x
   return p.has_multiplier ? __fmul_rn(p.multiplier, x) : x;
 }
 
+// apply_multiplier as one multiply by the constant, for the row-per-thread
+// path: without a multiplier the host passes 1 (fp32_scalars), and 1 * x
+// is x bit for bit for every x (NaN stays NaN), so no test is needed.
+// With the test ptxas reloaded the multiplier from the constant bank and
+// predicated the product on every logit of both passes (ncu, session 35).
+__device__ __forceinline__ float apply_multiplier_unconditional(const KernelParams& p, float x) {
+  return __fmul_rn(p.multiplier, x);
+}
+
 }  // namespace musespark::cuda

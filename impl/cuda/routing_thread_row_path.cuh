@@ -50,6 +50,7 @@
 
 #include "routing_kernel_common.cuh"
 #include "routing_register_path.cuh"  // insert_candidate
+#include "sorted_top_keys.h"
 
 namespace musespark::cuda {
 
@@ -236,9 +237,14 @@ struct SigmoidKeyBounds {
 // and the share use) and r = rcp.approx(S'); finish_pass then completes the
 // exact sum for step 4. Error: S' is within 2^-13 of S relative (below), r
 // within 2^-22 of 1 / S', so |t r - t / S| <= (t / S) (2^-13 + 2^-21) and,
-// with pa's rounding (2^-24) and the share's ulp (2^-23), |pa - p| <
-// 2^-12.9 for p = t / S <= 1; kBound = 2^-11 leaves a factor of 3.7. A NaN
-// row takes r = NaN, so its bounds are NaN, as its q are.
+// with the share's ulp (2^-23), |t r - p| < 2^-12.9 for p = t / S <= 1;
+// kBound = d = 2^-11 leaves a factor of 3.7. The bounds are two fused
+// products, lo = rd(t r + rd(b - d)) and hi = ru(t r + ru(b + d)), not
+// key_bounds_around's four adds on a rounded pa: t r + rd(b - d) <= t r - d
+// + b < p + b, so lo <= rd(p + b) <= q (lo is a float), and likewise hi >=
+// q. t r >= 0 and ru(b + d) is never -0 (an exact zero sum rounds up to
+// +0), so hi is never -0 and the key's cheap form is order-preserving. A
+// NaN row takes r = NaN, so its bounds are NaN, as its q are.
 template <int G>
 struct SoftmaxTermKeyBounds {
   static constexpr float kBound = 0x1p-11f;
@@ -250,7 +256,9 @@ struct SoftmaxTermKeyBounds {
   __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
     const float t = rm::exp_f32(xm - row_max);
     fixed->add(t);  // no NaN test: see lane_softmax_exp
-    return key_bounds_around(t * sum_reciprocal, kBound, b);
+    const float lo = __fmaf_rd(t, sum_reciprocal, __fsub_rd(b, kBound));
+    const float hi = __fmaf_ru(t, sum_reciprocal, __fadd_ru(b, kBound));
+    return {lo, rm::flip_sign_order(__float_as_uint(hi))};
   }
   // Every lane of the warp calls it (the G lanes' sums combine).
   __device__ __forceinline__ void finish_pass() const {
@@ -292,9 +300,13 @@ struct SoftmaxSumEstimate {
     max_nan = fmax_keep_nan(max_nan, chunk_max);
     const float m = fmaxf(max, chunk_max);
     const float base = m == -INFINITY ? 0.0f : m;
-    float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four chains, not one of kN adds
+    static_assert(kN % 4 == 0, "four chains");
+    float part[4];  // four chains, not one of kN adds; each starts at its first term (0 + t is t)
 #pragma unroll
-    for (int i = 0; i < kN; ++i) part[i % 4] += rm::softmax_term_estimate(xm[i] - base);
+    for (int i = 0; i < kN; ++i) {
+      const float t = rm::softmax_term_estimate(xm[i] - base);
+      part[i % 4] = i < 4 ? t : part[i % 4] + t;
+    }
     sum = fmaf(sum, rm::softmax_term_estimate(max - base), (part[0] + part[1]) + (part[2] + part[3]));
     max = m;
   }
@@ -327,7 +339,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
     std::uint32_t packed[kStep / 2];
 #pragma unroll
     for (int i = 0; i < kStep; ++i) {
-      const KeyBounds kb = bounds(apply_multiplier(p, x[i]), b[i]);
+      const KeyBounds kb = bounds(apply_multiplier_unconditional(p, x[i]), b[i]);
       bucket_lo[i] = fmaxf(bucket_lo[i], kb.lo);
       packed[i / 2] = i % 2 == 0 ? kb.hi_key >> 16 : packed[i / 2] | (kb.hi_key & 0xFFFF0000u);
     }
@@ -346,20 +358,9 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
   }
   if (!live) return;
 
-  // ---- 2. tau: the k-th largest bucket maximum (a sorted list of K) ------
+  // ---- 2. tau: the k-th largest bucket maximum (a comparator network) ---
   std::uint32_t largest[K];
-#pragma unroll
-  for (int m = 0; m < K; ++m) largest[m] = 0u;
-#pragma unroll
-  for (int i = 0; i < kStep; ++i) {
-    std::uint32_t v = bucket[i];
-#pragma unroll
-    for (int m = 0; m < K; ++m) {
-      const std::uint32_t hi = max(largest[m], v);
-      v = min(largest[m], v);
-      largest[m] = hi;
-    }
-  }
+  sorted_top_keys<K>(bucket, largest);
   std::uint32_t tau = 0u;
 #pragma unroll
   for (int m = 0; m < K; ++m) tau = m == p.topk - 1 ? largest[m] : tau;
@@ -382,31 +383,33 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
 
   // ---- 4. exact keys of the listed experts into a sorted list of K -------
   const auto consider = [&](int e, float x, float b) {
-    const float s = score(apply_multiplier(p, x));
+    const float s = score(apply_multiplier_unconditional(p, x));
     // + 1: 0 marks an empty list entry, so a NaN q (key 0) still enters.
     insert_candidate<K>(top_ord, top_expert, top_score, rm::ordered_score(s + b) + 1u, static_cast<std::uint32_t>(e), s);
   };
   if (n <= kThreadRowCandidates) {
-    constexpr int kBatch = 8;  // loads in flight together
-    for (int i0 = 0; i0 < n; i0 += kBatch) {
-      int e[kBatch];
-      float x[kBatch], b[kBatch];
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) {
-        e[u] = i0 + u < n ? cand[(i0 + u) * kThreadRowBlockThreads] : -1;
-        x[u] = e[u] >= 0 ? LogitTraits<T>::widen(logits[e[u]]) : 0.0f;
-        b[u] = e[u] >= 0 ? bias_s[e[u]] : 0.0f;
-      }
-      // One copy of consider's code, the batch shifted down: at K = 8
-      // unrolled copies made the kernel wait on instruction fetch (ncu,
-      // E = 64 k = 8: 36% of stall samples no_instruction).
+    // Candidate i's logit and bias are loaded while candidate i - 2 is
+    // ranked (two in flight), through one copy of consider's code: at K = 8
+    // unrolled copies made the kernel wait on instruction fetch (ncu,
+    // E = 64 k = 8: 36% of stall samples no_instruction). The loads take
+    // index 0 past the list's end (the row's first logit, always in
+    // bounds), so they need no test. The form before, batches of eight
+    // loads shifted down one register per candidate, spent about 20 moves
+    // and a recomputed row address per candidate (ncu, session 35).
+    const auto load = [&](int i, int& e, float& x, float& b) {
+      e = i < n ? cand[i * kThreadRowBlockThreads] : 0;
+      x = LogitTraits<T>::widen(logits[e]);
+      b = bias_s[e];
+    };
+    int e0, e1;
+    float x0, b0, x1, b1;
+    load(0, e0, x0, b0);
+    load(1, e1, x1, b1);
 #pragma unroll 1
-      for (int u = 0; u < kBatch; ++u) {
-        if (e[0] < 0) break;  // the batch's tail past n
-        consider(e[0], x[0], b[0]);
-#pragma unroll
-        for (int v = 0; v + 1 < kBatch; ++v) e[v] = e[v + 1], x[v] = x[v + 1], b[v] = b[v + 1];
-      }
+    for (int i = 0; i < n; ++i) {
+      consider(e0, x0, b0);
+      e0 = e1, x0 = x1, b0 = b1;
+      load(i + 2, e1, x1, b1);
     }
   } else {  // more than the list holds: every qualifying expert, from the stored halves
     for (int q = 0; q < stored; ++q) {
@@ -550,7 +553,7 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       stream.template each<false>(E, nullptr, [&](const Chunk& x, const Chunk&, int) {
         float xm[kThreadRowChunk];
 #pragma unroll
-        for (int i = 0; i < kThreadRowChunk; ++i) xm[i] = apply_multiplier(p, x[i]);
+        for (int i = 0; i < kThreadRowChunk; ++i) xm[i] = apply_multiplier_unconditional(p, x[i]);
         est.add_chunk(xm);
       });
       const float mx = group_max_f32<G>(est.max);
