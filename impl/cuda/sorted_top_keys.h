@@ -21,24 +21,79 @@ namespace musespark::cuda {
 
 namespace sorted_top_detail {
 
-// Afterwards a >= b.
+// Afterwards a >= b (VIMNMX on the GPU).
 MS_HOST_DEVICE inline void compare_exchange(std::uint32_t& a, std::uint32_t& b) {
-  const std::uint32_t hi = a > b ? a : b;
-  const std::uint32_t lo = a > b ? b : a;
+#ifdef __CUDA_ARCH__
+  const std::uint32_t hi = max(a, b), lo = min(a, b);
+#else
+  const std::uint32_t hi = a > b ? a : b, lo = a > b ? b : a;
+#endif
   a = hi;
   b = lo;
 }
 
-// Sorts w[base .. base + length) in decreasing order when it is bitonic
-// (length a power of two).
-template <int N>
-MS_HOST_DEVICE inline void bitonic_clean(std::uint32_t (&w)[N], int base, int length) {
+// Sorts w[B .. B + L) in decreasing order when it is bitonic (L a power of
+// two). Every index is a template argument, so the keys stay in registers.
+template <int B, int L, int N>
+MS_HOST_DEVICE inline void bitonic_clean(std::uint32_t (&w)[N]) {
+  if constexpr (L > 1) {
+    constexpr int h = L / 2;
 #pragma unroll
-  for (int h = length / 2; h >= 1; h /= 2)
+    for (int i = 0; i < h; ++i) compare_exchange(w[B + i], w[B + i + h]);
+    bitonic_clean<B, h>(w);
+    bitonic_clean<B + h, h>(w);
+  }
+}
+
+// Sorted runs of L (each decreasing) merged pairwise into runs of 2L, runs
+// from R on. The first level compares i with 2L - 1 - i (run b reversed),
+// which leaves two bitonic halves, each key of the first >= every key of
+// the second.
+template <int R, int L, int N>
+MS_HOST_DEVICE inline void merge_runs(std::uint32_t (&w)[N]) {
+  if constexpr (R < N) {
 #pragma unroll
-    for (int b = base; b < base + length; b += 2 * h)
+    for (int i = 0; i < L; ++i) compare_exchange(w[R + i], w[R + 2 * L - 1 - i]);
+    bitonic_clean<R, L>(w);
+    bitonic_clean<R + L, L>(w);
+    merge_runs<R + 2 * L, L>(w);
+  }
+}
+
+// Sorted runs of K at R, R + 2S, ...: run R keeps the top K of runs R and
+// R + S: c[i] = max(a[i], b[K - 1 - i]) holds the K largest of the two in
+// bitonic order.
+template <int R, int S, int K, int N>
+MS_HOST_DEVICE inline void keep_top_runs(std::uint32_t (&w)[N]) {
+  if constexpr (R < N) {
 #pragma unroll
-      for (int i = 0; i < h; ++i) compare_exchange(w[b + i], w[b + i + h]);
+    for (int i = 0; i < K; ++i) {
+      const std::uint32_t other = w[R + S + K - 1 - i];
+#ifdef __CUDA_ARCH__
+      w[R + i] = max(w[R + i], other);
+#else
+      w[R + i] = w[R + i] > other ? w[R + i] : other;
+#endif
+    }
+    bitonic_clean<R, K>(w);
+    keep_top_runs<R + 2 * S, S, K>(w);
+  }
+}
+
+template <int L, int K, int N>
+MS_HOST_DEVICE inline void sort_runs_up_to(std::uint32_t (&w)[N]) {
+  if constexpr (2 * L <= K) {
+    merge_runs<0, L>(w);
+    sort_runs_up_to<2 * L, K>(w);
+  }
+}
+
+template <int S, int K, int N>
+MS_HOST_DEVICE inline void halve_runs_from(std::uint32_t (&w)[N]) {
+  if constexpr (S < N) {
+    keep_top_runs<0, S, K>(w);
+    halve_runs_from<2 * S, K>(w);
+  }
 }
 
 }  // namespace sorted_top_detail
@@ -48,37 +103,11 @@ MS_HOST_DEVICE inline void bitonic_clean(std::uint32_t (&w)[N], int base, int le
 template <int K, int N>
 MS_HOST_DEVICE inline void sorted_top_keys(const std::uint32_t (&v)[N], std::uint32_t (&out)[K]) {
   static_assert(N > 0 && (N & (N - 1)) == 0 && K > 0 && (K & (K - 1)) == 0 && K <= N, "powers of two, K <= N");
-  using sorted_top_detail::compare_exchange;
   std::uint32_t w[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) w[i] = v[i];
-  // Sorted runs of L -> 2L while 2L <= K: the first level compares i with
-  // 2L - 1 - i (run b reversed), which leaves two bitonic halves, each
-  // key of the first >= every key of the second.
-#pragma unroll
-  for (int L = 1; 2 * L <= K; L *= 2)
-#pragma unroll
-    for (int r = 0; r < N; r += 2 * L) {
-#pragma unroll
-      for (int i = 0; i < L; ++i) compare_exchange(w[r + i], w[r + 2 * L - 1 - i]);
-      if (L > 1) {
-        sorted_top_detail::bitonic_clean(w, r, L);
-        sorted_top_detail::bitonic_clean(w, r + L, L);
-      }
-    }
-  // Sorted runs of K, halved in number: run r keeps the top K of runs r and
-  // r + s.
-#pragma unroll
-  for (int s = K; s < N; s *= 2)
-#pragma unroll
-    for (int r = 0; r < N; r += 2 * s) {
-#pragma unroll
-      for (int i = 0; i < K; ++i) {
-        const std::uint32_t other = w[r + s + K - 1 - i];
-        w[r + i] = w[r + i] > other ? w[r + i] : other;
-      }
-      if (K > 1) sorted_top_detail::bitonic_clean(w, r, K);
-    }
+  sorted_top_detail::sort_runs_up_to<1, K>(w);  // sorted runs of K
+  sorted_top_detail::halve_runs_from<K, K>(w);  // the top K of all, in run 0
 #pragma unroll
   for (int i = 0; i < K; ++i) out[i] = w[i];
 }
