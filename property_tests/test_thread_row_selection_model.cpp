@@ -10,12 +10,12 @@
 #include <rapidcheck/gtest.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
 #include "musespark/routing_math.h"
+#include "sorted_top_keys.h"
 #include "selection_model_support.h"
 
 namespace musespark {
@@ -63,6 +63,15 @@ void insert(LaneList& list, int K, std::uint32_t ord, int e) {
   if (static_cast<int>(list.ord.size()) > K) list.ord.pop_back(), list.expert.pop_back();
 }
 
+// The k-th largest of the 16 bucket maxima as the kernel takes it
+// (impl/cuda/sorted_top_keys.h, its list of K).
+template <int K>
+std::uint32_t kth_largest(const std::uint32_t (&bucket)[kChunk], int k) {
+  std::uint32_t top[K];
+  cuda::sorted_top_keys<K>(bucket, top);
+  return top[k - 1];
+}
+
 ModelResult thread_row_model(const Row& row) {
   const int E = static_cast<int>(row.q.size()), G = row.lanes, k = row.k;
   const int K = k == 1 ? 1 : k <= 4 ? 4 : 8;
@@ -78,17 +87,12 @@ ModelResult thread_row_model(const Row& row) {
   }
 
   // 1-2. bucket maxima of the lower bounds (the G lanes' combined), tau the
-  // k-th largest.
-  std::array<std::uint32_t, kChunk> bucket{};
+  // k-th largest, by the kernel's own comparator network.
+  std::uint32_t bucket[kChunk] = {};
   for (int e = 0; e < E; ++e) bucket[e % kChunk] = std::max(bucket[e % kChunk], key_lo[e]);
-  std::vector<std::uint32_t> largest(static_cast<std::size_t>(K), 0u);
-  for (std::uint32_t v : bucket)
-    for (int m = 0; m < K; ++m) {
-      const std::uint32_t hi = std::max(largest[m], v);
-      v = std::min(largest[m], v);
-      largest[m] = hi;
-    }
-  const std::uint32_t tau = largest[k - 1], tau_half = tau >> 16;
+  const std::uint32_t tau = K == 1 ? kth_largest<1>(bucket, k) : K == 4 ? kth_largest<4>(bucket, k)
+                                                                        : kth_largest<8>(bucket, k);
+  const std::uint32_t tau_half = tau >> 16;
 
   ModelResult out;
   out.tau_zero = tau == 0;

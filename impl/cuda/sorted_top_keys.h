@@ -10,7 +10,9 @@
 // K = 8 of 16 that is 60 comparators (plus 8 maxima) against the 16 * 8
 // compare-exchanges of inserting each key into a sorted list of 8.
 // Host and device: property_tests/test_sorted_top_keys.cpp checks every 0/1
-// input (by the 0-1 principle, every input) for each K on the CPU.
+// input (by the 0-1 principle, every input) for each K on the CPU, and the
+// row-per-thread selection model (test_thread_row_selection_model.cpp)
+// takes its tau from it as the kernel does.
 #pragma once
 
 #include <cstdint>
