@@ -7,6 +7,7 @@ samples with their top reasons. Where a kernel spends its issue slots and
 its waits, without the Nsight Compute GUI.
 
   scripts/ncu_sass_summary.py logs/ncu_sass_1_8_1_float32_sigmoid.csv --top 15
+  scripts/ncu_sass_summary.py logs/ncu_sass_65536_64_8_float32_softmax.csv --rows 65536 --listing
 """
 import argparse
 import csv
@@ -24,6 +25,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv", help="ncu --page source --csv --print-source sass output")
     ap.add_argument("--top", type=int, default=12, help="instructions to list, most stall samples first")
+    ap.add_argument("--rows", type=int, default=0,
+                    help="the cell's rows (T): also print warp instructions per row, and per-row counts in --listing")
+    ap.add_argument("--listing", action="store_true",
+                    help="then every executed instruction in program order with its count, for splitting a kernel "
+                         "into its steps by hand")
     args = ap.parse_args()
 
     with open(args.csv, newline="") as f:
@@ -54,6 +60,8 @@ def main():
 
     print(f"kernel: {kernel}")
     print(f"warp instructions executed: {total_executed}, stall samples: {total_samples}")
+    if args.rows > 0:
+        print(f"warp instructions per row: {total_executed / args.rows:.1f} ({args.rows} rows)")
     if total_samples:
         shares = sorted(((n, h[len("stall_"):]) for h, n in by_reason.items() if n), reverse=True)
         print("samples by reason: " + ", ".join(f"{name} {n} ({100.0 * n / total_samples:.0f}%)" for n, name in shares))
@@ -61,6 +69,13 @@ def main():
     for samples, executed, source, top in sorted(per_instruction, key=lambda x: -x[0])[: args.top]:
         why = ", ".join(f"{name} {n}" for n, name in top if n)
         print(f"{samples:>8} {executed:>9}  {source[:64]:<64} {why}")
+    if args.listing:
+        unit = "per row" if args.rows > 0 else "executed"
+        print(f"\n{'index':>6} {unit:>9} {'samples':>8}  instruction (program order, executed ones)")
+        for index, (samples, executed, source, _) in enumerate(per_instruction):
+            if executed:
+                count = f"{executed / args.rows:9.3f}" if args.rows > 0 else f"{executed:>9}"
+                print(f"{index:>6} {count} {samples:>8}  {source}")
 
 
 if __name__ == "__main__":
