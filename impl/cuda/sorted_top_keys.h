@@ -27,11 +27,7 @@ namespace sorted_top_detail {
 
 // Afterwards a >= b (VIMNMX on the GPU).
 MS_HOST_DEVICE inline void compare_exchange(std::uint32_t& a, std::uint32_t& b) {
-#ifdef __CUDA_ARCH__
-  const std::uint32_t hi = max(a, b), lo = min(a, b);
-#else
   const std::uint32_t hi = a > b ? a : b, lo = a > b ? b : a;
-#endif
   a = hi;
   b = lo;
 }
@@ -73,11 +69,7 @@ MS_HOST_DEVICE inline void keep_top_runs(std::uint32_t (&w)[N]) {
 #pragma unroll
     for (int i = 0; i < K; ++i) {
       const std::uint32_t other = w[R + S + K - 1 - i];
-#ifdef __CUDA_ARCH__
-      w[R + i] = max(w[R + i], other);
-#else
       w[R + i] = w[R + i] > other ? w[R + i] : other;
-#endif
     }
     bitonic_clean<R, K>(w);
     keep_top_runs<R + 2 * S, S, K>(w);
