@@ -66,6 +66,20 @@ TEST(Validation, LogitsDtype) {
 TEST(Validation, IdsDtype) { expect_error([](auto& p) { p.ids_dtype = DType::kFloat32; }, "topk_ids dtype must be int32 or int64, got float32"); }
 TEST(Validation, NegativeLogitStride) { expect_error([](auto& p) { p.logits_col_stride = -1; }, "gating_output strides must be >= 0, got (8, -1)"); }
 TEST(Validation, NonFiniteScale) { expect_error([](auto& p) { p.route_scale = NAN; }, "route_scale must be finite, got nan"); }
+// The row-per-thread kernels multiply every logit by the multiplier
+// without testing for one: without one it must be exactly 1.
+TEST(RoutingScalars, MultiplierIsOneWithoutOne) {
+  Buffers b;
+  RoutingParams p = b.params();
+  const RoutingScalars without = fp32_scalars(p);
+  EXPECT_FALSE(without.has_multiplier);
+  EXPECT_EQ(without.multiplier, 1.0f);
+  p.multiplier = 0.17677669529663687;
+  const RoutingScalars with = fp32_scalars(p);
+  EXPECT_TRUE(with.has_multiplier);
+  EXPECT_EQ(with.multiplier, 0.17677669529663687f);
+}
+
 TEST(Validation, InfiniteMultiplier) {
   expect_error([](auto& p) { p.multiplier = INFINITY; }, "router_output_multiplier must be finite, got inf");
 }

@@ -66,7 +66,7 @@ KernelParams to_kernel_params(const RoutingParams& p) {
   kp.num_experts = static_cast<std::int32_t>(p.num_experts);
   kp.topk = static_cast<std::int32_t>(p.topk);
   kp.route_scale = s.route_scale;
-  kp.multiplier = s.has_multiplier ? s.multiplier : 1.0f;  // 1: apply_multiplier_unconditional
+  kp.multiplier = s.multiplier;  // 1 without one (fp32_scalars): apply_multiplier_unconditional
   kp.eps = s.eps;
   kp.has_multiplier = s.has_multiplier;
   kp.has_eps = s.has_eps;

@@ -71,7 +71,7 @@ struct RoutingParams {
 // The scalars rounded once to the fp32 the kernels compute in.
 struct RoutingScalars {
   float route_scale;
-  float multiplier;
+  float multiplier;  // 1 without one: the row-per-thread kernels multiply unconditionally
   float eps;
   bool has_multiplier;
   bool has_eps;
