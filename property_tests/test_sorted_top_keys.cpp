@@ -1,4 +1,5 @@
-// The comparator network that gives the row-per-thread path its tau
+// The comparator network that gives the row-per-thread path its tau (and
+// step 4 of its K = 8 kernels the ranking of the first 8 candidates)
 // (impl/cuda/sorted_top_keys.h), on the CPU. Every 0/1 input of 16 keys:
 // by the 0-1 principle a comparator network that is right on all of them
 // is right on every input; random inputs with many ties as well, against
@@ -11,6 +12,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "sorted_top_keys.h"
 #include "test_support.h"
@@ -96,6 +98,71 @@ TEST(SortedTopKeys, RandomKeysWithTies) {
   check_random_inputs<8, 16>(seed + 2);
   check_random_inputs<16, 16>(seed + 3);
   check_random_inputs<4, 32>(seed + 4);
+}
+
+// Step 4 of the row-per-thread kernels: a lane's first N candidates (in
+// increasing expert order, as step 3 lists them) ranked by the network on
+// KeyedScore must give the list that inserting them one by one gives
+// (insert_candidate: a strict compare on ord, so among equal ords the
+// earlier, lower expert stays above), scores included, with fewer than N
+// candidates (empty slots) and ords drawn from a few values (ties).
+struct Inserted {
+  std::vector<std::uint32_t> ord, expert;
+  std::vector<float> score;
+};
+
+Inserted insert_one_by_one(const std::vector<cuda::KeyedScore>& cands, int K) {
+  Inserted list{std::vector<std::uint32_t>(K, 0u), std::vector<std::uint32_t>(K, 0xFFFFFFFFu),
+                std::vector<float>(K, 0.0f)};
+  for (const cuda::KeyedScore& c : cands) {
+    int pos = 0;
+    while (pos < K && list.ord[pos] >= c.ord()) ++pos;
+    if (pos == K) continue;
+    list.ord.insert(list.ord.begin() + pos, c.ord()), list.ord.pop_back();
+    list.expert.insert(list.expert.begin() + pos, c.expert()), list.expert.pop_back();
+    list.score.insert(list.score.begin() + pos, c.score), list.score.pop_back();
+  }
+  return list;
+}
+
+template <int K, int N>
+void check_keyed_scores_rank_as_insertion(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  int failures = 0;
+  for (int t = 0; t < 20000; ++t) {
+    const int n = static_cast<int>(rng() % (N + 1));
+    const std::uint32_t ords = t % 2 == 0 ? 3u : 0xFFFFFFFEu;  // ties, or nearly none
+    std::vector<cuda::KeyedScore> cands;
+    std::uint32_t expert = 0;
+    for (int i = 0; i < n; ++i) {
+      expert += 1u + static_cast<std::uint32_t>(rng() % 40);  // increasing, E up to about 640
+      const std::uint32_t ord = 1u + static_cast<std::uint32_t>(rng() % ords);
+      cands.push_back(cuda::KeyedScore::candidate(ord, expert, static_cast<float>(rng() % 1000) / 7.0f));
+    }
+    cuda::KeyedScore w[N];
+    for (int i = 0; i < N; ++i) w[i] = i < n ? cands[i] : cuda::KeyedScore{0u, 0.0f};
+    cuda::KeyedScore top[K];
+    cuda::sorted_top_keys<K>(w, top);
+    const Inserted want = insert_one_by_one(cands, K);
+    for (int m = 0; m < K; ++m) {
+      if (top[m].ord() == want.ord[m] && top[m].expert() == want.expert[m] && top[m].score == want.score[m]) continue;
+      if (failures++ < 5)
+        ADD_FAILURE() << "K=" << K << " N=" << N << " n=" << n << " entry " << m << ": network (ord " << top[m].ord()
+                      << ", expert " << top[m].expert() << ", score " << top[m].score << "), insertion (ord "
+                      << want.ord[m] << ", expert " << want.expert[m] << ", score " << want.score[m] << ") (seed "
+                      << seed << ")";
+      break;
+    }
+  }
+  EXPECT_EQ(failures, 0) << "K=" << K << " N=" << N;
+}
+
+TEST(SortedTopKeys, KeyedScoresRankAsInsertion) {
+  const std::uint64_t seed = testing::test_seed(20261205);
+  check_keyed_scores_rank_as_insertion<8, 8>(seed);  // the K = 8 kernels' step 4
+  check_keyed_scores_rank_as_insertion<8, 16>(seed + 1);
+  check_keyed_scores_rank_as_insertion<4, 4>(seed + 2);
+  check_keyed_scores_rank_as_insertion<4, 8>(seed + 3);
 }
 
 }  // namespace

@@ -58,6 +58,15 @@ constexpr int kThreadRowBlockThreads = 64;
 constexpr int kThreadRowWarps = kThreadRowBlockThreads / 32;
 constexpr int kThreadRowChunk = 16;       // experts per lane and step; bucket = index % 16
 constexpr int kThreadRowCandidates = 32;  // per-lane list of step 3
+// Step 4 ranks a lane's first kThreadRowNetworkInputs<K, G> candidates by
+// a comparator network (0: none) and inserts the rest one by one. H200,
+// 16384-65536 rows: sigmoid k = 4 / 8 0.91-0.97x the time at one and two
+// lanes per row (E = 64-256), softmax 0.99-1.03x (its passes over the row
+// cost more than step 4). At four lanes per row (E = 320) a lane lists a
+// quarter of the row's candidates, too few to fill the network, and it
+// lost (bf16 sigmoid k = 8 1.06x), so not there.
+template <int K, int G>
+inline constexpr int kThreadRowNetworkInputs = K >= 4 && G < 4 ? K : 0;
 
 // Lanes per row for E experts: more lanes where a row's keys take more
 // shared memory, as E allows (E % (16 * G) == 0).
@@ -198,34 +207,31 @@ struct KeyBounds {
   std::uint32_t hi_key; // >= ordered_score(q)
 };
 
-// q's bounds from an estimate within d of p (below): [rd(rd(e - d) + b),
-// ru(ru(e + d) + b)], the upper one as its order-preserving key.
-__device__ __forceinline__ KeyBounds key_bounds_around(float estimate, float d, float b) {
-  const float lo = __fadd_rd(__fsub_rd(estimate, d), b);
-  const float hi = __fadd_ru(__fadd_ru(estimate, d), b);
-  return {lo, rm::flip_sign_order(__float_as_uint(hi))};
-}
-
 // Sigmoid bounds from the hardware's tanh estimate (rm::sigmoid_estimate:
 // three instructions, one MUFU), with no division, range reduction or
 // correction. It is within kSigmoidEstimateMaxError (1.5 * 2^-12) of the
-// GPU's sigmoid on every float (test_cuda_routing_math);
-// kSigmoidBound = 2^-11 leaves a factor of 1.33, and is still below the
-// resolution of the 16-bit key halves that list experts (7 fraction bits:
-// 2^-8 on q in [0.5, 1)).
-// Then q = s + b (rounded to nearest) lies in [rd(rd(sa - d) + b),
-// ru(ru(sa + d) + b)]: rounding is monotone, and the directed roundings
-// bound the exact sums. Before b is added hi >= d > 0, and an exact zero
-// sum rounds up to +0, so hi is never -0 and the key's cheap form (no -0
-// fold) is order-preserving there. A NaN hi (NaN logit or bias) maps to
-// some key: NaN experts rank below every number, and tau > 0 means k
-// numbers exist, so whether one is listed never matters. Infinite logits
-// give sa = 0 or 1 exactly.
+// GPU's sigmoid on every float (test_cuda_routing_math), and the product
+// it rounds, e = t / 2 + 1 / 2 for t = tanh.approx(x / 2), within 2^-25 of
+// its rounding; kSigmoidKeyBound = d = 2^-11 leaves a factor of 1.33, and is
+// still below the resolution of the 16-bit key halves that list experts (7
+// fraction bits: 2^-8 on q in [0.5, 1)).
+// The margin rides in the product's addend, rd(t / 2 + (1 / 2 - d)) and
+// ru(t / 2 + (1 / 2 + d)) (1 / 2 - d and 1 / 2 + d are floats), one fused
+// product each instead of the rounded estimate and two adds; they bound
+// the score s from below and above since |e - s| < d. Then q = s + b
+// (rounded to nearest) lies in [rd(lo' + b), ru(hi' + b)]: rounding is
+// monotone, and the directed roundings bound the exact sums. Before b is
+// added hi' >= d > 0 (t >= -1), and an exact zero sum rounds up to +0 (a
+// nonzero sum of two floats is at least 2^-149 in size), so hi is never -0
+// and the key's cheap form (no -0 fold) is order-preserving there. A NaN hi
+// (NaN logit or bias) maps to some key: NaN experts rank below every
+// number, and tau > 0 means k numbers exist, so whether one is listed never
+// matters. Infinite logits give t = -1 or 1 exactly.
 struct SigmoidKeyBounds {
-  static constexpr float kSigmoidBound = 0x1p-11f;
-  static_assert(kSigmoidBound >= rm::kSigmoidEstimateMaxError, "the bound covers the estimate's tested error");
   __device__ __forceinline__ KeyBounds operator()(float xm, float b) const {
-    return key_bounds_around(rm::sigmoid_estimate(xm), kSigmoidBound, b);
+    float lo, hi;
+    rm::sigmoid_estimate_bounds(xm, rm::kSigmoidKeyBound, lo, hi);
+    return {__fadd_rd(lo, b), rm::flip_sign_order(__float_as_uint(__fadd_ru(hi, b)))};
   }
   __device__ __forceinline__ void finish_pass() const {}
 };
@@ -240,7 +246,7 @@ struct SigmoidKeyBounds {
 // with the share's ulp (2^-23), |t r - p| < 2^-12.9 for p = t / S <= 1;
 // kBound = d = 2^-11 leaves a factor of 3.7. The bounds are two fused
 // products, lo = rd(t r + rd(b - d)) and hi = ru(t r + ru(b + d)), not
-// key_bounds_around's four adds on a rounded pa: t r + rd(b - d) <= t r - d
+// four directed adds on a rounded pa: t r + rd(b - d) <= t r - d
 // + b < p + b, so lo <= rd(p + b) <= q (lo is a float), and likewise hi >=
 // q. t r >= 0 and ru(b + d) is never -0 (an exact zero sum rounds up to
 // +0), so hi is never -0 and the key's cheap form is order-preserving. A
@@ -388,14 +394,41 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
     insert_candidate<K>(top_ord, top_expert, top_score, rm::ordered_score(s + b) + 1u, static_cast<std::uint32_t>(e), s);
   };
   if (n <= kThreadRowCandidates) {
-    // Candidate i's logit and bias are loaded while candidate i - 2 is
-    // ranked (two in flight), through one copy of consider's code: at K = 8
-    // unrolled copies made the kernel wait on instruction fetch (ncu,
-    // E = 64 k = 8: 36% of stall samples no_instruction). The loads take
-    // index 0 past the list's end (the row's first logit, always in
-    // bounds), so they need no test. The form before, batches of eight
-    // loads shifted down one register per candidate, spent about 20 moves
-    // and a recomputed row address per candidate (ncu, session 35).
+    int first = 0;  // the first candidate the ring below ranks
+    if constexpr (kThreadRowNetworkInputs<K, G> > 0) {
+      // The first N candidates at once: all their loads in flight together,
+      // then the top K of them by tau's comparator network
+      // (sorted_top_keys.h) on 64-bit keys (ord, then the lower expert): at
+      // N = K = 8 a sort, 24 compare-exchanges of 8 instructions, where
+      // inserting each into the list takes 8 compares and 42 selects, and a
+      // warp pays that for its longest list (about 14-15 candidates at
+      // E = 64-128 k = 8, where a row lists 10 on average). A slot past the
+      // list loads the row's first logit (always in bounds) and enters as
+      // an empty entry (key 0, score 0, as the lists start).
+      constexpr int N = kThreadRowNetworkInputs<K, G>;
+      KeyedScore w[N];
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        const int e = i < n ? cand[i * kThreadRowBlockThreads] : 0;
+        const float s = score(apply_multiplier_unconditional(p, LogitTraits<T>::widen(logits[e])));
+        w[i] = i < n ? KeyedScore::candidate(rm::ordered_score(s + bias_s[e]) + 1u, static_cast<std::uint32_t>(e), s)
+                     : KeyedScore{0u, 0.0f};
+      }
+      KeyedScore top[K];
+      sorted_top_keys<K>(w, top);
+#pragma unroll
+      for (int m = 0; m < K; ++m) top_ord[m] = top[m].ord(), top_expert[m] = top[m].expert(), top_score[m] = top[m].score;
+      first = N;
+    }
+    // The rest (all of them at K = 1 or four lanes per row): candidate i's
+    // logit and bias are loaded while candidate i - 2 is ranked (two in
+    // flight), through one copy of consider's code: at K = 8 unrolled
+    // copies made the kernel wait on instruction fetch (ncu, E = 64 k = 8:
+    // 36% of stall samples no_instruction). The loads take index 0 past the
+    // list's end (the row's first logit, always in bounds), so they need no
+    // test. The form before, batches of eight loads shifted down one
+    // register per candidate, spent about 20 moves and a recomputed row
+    // address per candidate (ncu, session 35).
     const auto load = [&](int i, int& e, float& x, float& b) {
       e = i < n ? cand[i * kThreadRowBlockThreads] : 0;
       x = LogitTraits<T>::widen(logits[e]);
@@ -403,10 +436,10 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
     };
     int e0, e1;
     float x0, b0, x1, b1;
-    load(0, e0, x0, b0);
-    load(1, e1, x1, b1);
+    load(first, e0, x0, b0);
+    load(first + 1, e1, x1, b1);
 #pragma unroll 1
-    for (int i = 0; i < n; ++i) {
+    for (int i = first; i < n; ++i) {
       consider(e0, x0, b0);
       e0 = e1, x0 = x1, b0 = b1;
       load(i + 2, e1, x1, b1);

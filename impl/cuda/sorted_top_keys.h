@@ -1,7 +1,8 @@
 // The K largest of N unsigned keys, in decreasing order, by a comparator
 // network: no branch and no index known only at run time, so every value
 // stays in a register. The row-per-thread path takes its tau (the k-th
-// largest of 16 bucket maxima) from it.
+// largest of 16 bucket maxima) from it, and its K = 8 kernels the order of
+// their first 8 candidates (KeyedScore, below).
 //
 // Runs of one key are merged pairwise into sorted runs of 2, 4, ... by
 // bitonic merges until they hold K keys; from there each merge keeps only
@@ -32,10 +33,13 @@ MS_HOST_DEVICE inline void compare_exchange(std::uint32_t& a, std::uint32_t& b) 
   b = lo;
 }
 
+// a = the larger of a and b.
+MS_HOST_DEVICE inline void keep_larger(std::uint32_t& a, std::uint32_t b) { a = a > b ? a : b; }
+
 // Sorts w[B .. B + L) in decreasing order when it is bitonic (L a power of
 // two). Every index is a template argument, so the keys stay in registers.
-template <int B, int L, int N>
-MS_HOST_DEVICE inline void bitonic_clean(std::uint32_t (&w)[N]) {
+template <int B, int L, int N, typename Key>
+MS_HOST_DEVICE inline void bitonic_clean(Key (&w)[N]) {
   if constexpr (L > 1) {
     constexpr int h = L / 2;
 #pragma unroll
@@ -49,8 +53,8 @@ MS_HOST_DEVICE inline void bitonic_clean(std::uint32_t (&w)[N]) {
 // from R on. The first level compares i with 2L - 1 - i (run b reversed),
 // which leaves two bitonic halves, each key of the first >= every key of
 // the second.
-template <int R, int L, int N>
-MS_HOST_DEVICE inline void merge_runs(std::uint32_t (&w)[N]) {
+template <int R, int L, int N, typename Key>
+MS_HOST_DEVICE inline void merge_runs(Key (&w)[N]) {
   if constexpr (R < N) {
 #pragma unroll
     for (int i = 0; i < L; ++i) compare_exchange(w[R + i], w[R + 2 * L - 1 - i]);
@@ -63,29 +67,26 @@ MS_HOST_DEVICE inline void merge_runs(std::uint32_t (&w)[N]) {
 // Sorted runs of K at R, R + 2S, ...: run R keeps the top K of runs R and
 // R + S: c[i] = max(a[i], b[K - 1 - i]) holds the K largest of the two in
 // bitonic order.
-template <int R, int S, int K, int N>
-MS_HOST_DEVICE inline void keep_top_runs(std::uint32_t (&w)[N]) {
+template <int R, int S, int K, int N, typename Key>
+MS_HOST_DEVICE inline void keep_top_runs(Key (&w)[N]) {
   if constexpr (R < N) {
 #pragma unroll
-    for (int i = 0; i < K; ++i) {
-      const std::uint32_t other = w[R + S + K - 1 - i];
-      w[R + i] = w[R + i] > other ? w[R + i] : other;
-    }
+    for (int i = 0; i < K; ++i) keep_larger(w[R + i], w[R + S + K - 1 - i]);
     bitonic_clean<R, K>(w);
     keep_top_runs<R + 2 * S, S, K>(w);
   }
 }
 
-template <int L, int K, int N>
-MS_HOST_DEVICE inline void sort_runs_up_to(std::uint32_t (&w)[N]) {
+template <int L, int K, int N, typename Key>
+MS_HOST_DEVICE inline void sort_runs_up_to(Key (&w)[N]) {
   if constexpr (2 * L <= K) {
     merge_runs<0, L>(w);
     sort_runs_up_to<2 * L, K>(w);
   }
 }
 
-template <int S, int K, int N>
-MS_HOST_DEVICE inline void halve_runs_from(std::uint32_t (&w)[N]) {
+template <int S, int K, int N, typename Key>
+MS_HOST_DEVICE inline void halve_runs_from(Key (&w)[N]) {
   if constexpr (S < N) {
     keep_top_runs<0, S, K>(w);
     halve_runs_from<2 * S, K>(w);
@@ -94,12 +95,40 @@ MS_HOST_DEVICE inline void halve_runs_from(std::uint32_t (&w)[N]) {
 
 }  // namespace sorted_top_detail
 
+// A 64-bit key carrying a score: ordered by key alone, the score moves with
+// it. The row-per-thread path ranks its first candidates as (ord << 32) |
+// (0xFFFFFFFF - expert), so that equal ords put the lower expert first,
+// and 0 is an empty entry.
+struct KeyedScore {
+  std::uint64_t key;
+  float score;
+
+  // ord: the candidate's ordered key plus one (0 is no candidate).
+  MS_HOST_DEVICE static KeyedScore candidate(std::uint32_t ord, std::uint32_t expert, float score) {
+    return {(std::uint64_t{ord} << 32) | (0xFFFFFFFFu - expert), score};
+  }
+  MS_HOST_DEVICE std::uint32_t ord() const { return static_cast<std::uint32_t>(key >> 32); }
+  // 0xFFFFFFFF for an empty entry, as the lists start.
+  MS_HOST_DEVICE std::uint32_t expert() const { return 0xFFFFFFFFu - static_cast<std::uint32_t>(key); }
+};
+
+MS_HOST_DEVICE inline void compare_exchange(KeyedScore& a, KeyedScore& b) {
+  const bool swap = b.key > a.key;
+  const KeyedScore hi = swap ? b : a, lo = swap ? a : b;
+  a = hi;
+  b = lo;
+}
+
+MS_HOST_DEVICE inline void keep_larger(KeyedScore& a, const KeyedScore& b) { a = b.key > a.key ? b : a; }
+
 // out[0] >= out[1] >= ... >= out[K - 1]: the K largest of v. N and K are
-// powers of two, K <= N.
-template <int K, int N>
-MS_HOST_DEVICE inline void sorted_top_keys(const std::uint32_t (&v)[N], std::uint32_t (&out)[K]) {
+// powers of two, K <= N. Key: std::uint32_t, or a type with the two
+// overloads above (compare_exchange, keep_larger) found by argument-
+// dependent lookup, such as KeyedScore below.
+template <int K, int N, typename Key>
+MS_HOST_DEVICE inline void sorted_top_keys(const Key (&v)[N], Key (&out)[K]) {
   static_assert(N > 0 && (N & (N - 1)) == 0 && K > 0 && (K & (K - 1)) == 0 && K <= N, "powers of two, K <= N");
-  std::uint32_t w[N];
+  Key w[N];
 #pragma unroll
   for (int i = 0; i < N; ++i) w[i] = v[i];
   sorted_top_detail::sort_runs_up_to<1, K>(w);  // sorted runs of K

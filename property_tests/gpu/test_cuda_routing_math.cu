@@ -8,7 +8,8 @@
 // and the estimates of the filter path against the bounds its margin is
 // derived from (routing_filter_path.cuh): sigmoid_estimate within
 // kSigmoidEstimateMaxError of sigmoid on every float (NaN exactly where
-// sigmoid is NaN), reciprocal_estimate within kReciprocalEstimateMaxRelError
+// sigmoid is NaN), sigmoid_estimate_bounds (the row-per-thread path's
+// sigmoid bounds) around it on every float, reciprocal_estimate within kReciprocalEstimateMaxRelError
 // (relative) on every float in [1, 2^24], and the row-per-thread path's
 // softmax_term_estimate within kSoftmaxTermEstimateMaxError of exp_f32 on
 // every y <= 0 (NaN exactly for NaN). The largest error seen is printed.
@@ -138,6 +139,29 @@ __global__ void check_sigmoid_estimate(Mismatches* m, unsigned long long* worst)
   record_error(worst, mine);
 }
 
+// sigmoid_estimate_bounds with the row-per-thread path's margin: lo <=
+// sigmoid(x) <= hi on every float, NaN exactly where sigmoid is NaN. A
+// mismatch records the sigmoid as `want` and the bound it crossed as `got`.
+__global__ void check_sigmoid_estimate_bounds(Mismatches* m) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(i);
+    const float x = __uint_as_float(bits);
+    float lo, hi;
+    rm::sigmoid_estimate_bounds(x, rm::kSigmoidKeyBound, lo, hi);
+    const float s = rm::sigmoid(x);
+    if (isnan(s) || isnan(lo) || isnan(hi)) {
+      if (isnan(s) != isnan(lo) || isnan(s) != isnan(hi))
+        record(m, bits, __float_as_uint(isnan(lo) ? hi : lo), __float_as_uint(s));
+    } else if (!(lo <= s)) {
+      record(m, bits, __float_as_uint(lo), __float_as_uint(s));
+    } else if (!(s <= hi)) {
+      record(m, bits, __float_as_uint(hi), __float_as_uint(s));
+    }
+  }
+}
+
 // Every y a softmax term is taken of: y = x - row max <= 0 (-inf, both
 // zeros) and NaN, which must stay NaN.
 __global__ void check_softmax_term_estimate(Mismatches* m, unsigned long long* worst, unsigned long long* checked) {
@@ -253,6 +277,12 @@ TEST(DeviceRoutingMath, SigmoidEstimateIsWithinItsBoundOnEveryFloat) {
                       worst);
   std::printf("sigmoid_estimate: largest |error| %.3g (2^%.2f), bound 2^%.2f\n", worst, std::log2(worst),
               std::log2(static_cast<double>(rm::kSigmoidEstimateMaxError)));
+  EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
+}
+
+TEST(DeviceRoutingMath, SigmoidEstimateBoundsHoldOnEveryFloat) {
+  SKIP_WITHOUT_GPU();
+  const Mismatches m = run_check([](Mismatches* d) { check_sigmoid_estimate_bounds<<<kBlocks, kThreads>>>(d); });
   EXPECT_EQ(m.count, 0u) << describe_mismatches(m);
 }
 

@@ -83,10 +83,25 @@ __device__ inline float reciprocal_from_one(float b) {
 // prints it). The wider margins this costs (kSigmoidEstimateMarginFactor)
 // keep a few more candidates per row. NaN for NaN, 0 and 1 at the
 // infinities.
-__device__ inline float sigmoid_estimate(float x) {
+// tanh(x / 2) by the hardware's estimate: sigmoid(x) = (1 + tanh(x / 2)) / 2.
+__device__ inline float tanh_half_estimate(float x) {
   float t;
   asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * x));
-  return fmaf(0.5f, t, 0.5f);
+  return t;
+}
+
+__device__ inline float sigmoid_estimate(float x) { return fmaf(0.5f, tanh_half_estimate(x), 0.5f); }
+
+// Bounds lo <= sigmoid(x) <= hi from the same estimate, the margin d in the
+// product's addend: lo = rd(t / 2 + (1 / 2 - d)), hi = ru(t / 2 + (1 / 2 +
+// d)), t = tanh_half_estimate(x) (1 / 2 -+ d are floats for d = 2^-11).
+// They hold when d exceeds kSigmoidEstimateMaxError plus the 2^-25 that
+// sigmoid_estimate's rounding of the same product may take off; NaN where
+// sigmoid is NaN. test_cuda_routing_math checks both on every float.
+__device__ inline void sigmoid_estimate_bounds(float x, float d, float& lo, float& hi) {
+  const float t = tanh_half_estimate(x);
+  lo = __fmaf_rd(0.5f, t, 0.5f - d);
+  hi = __fmaf_ru(0.5f, t, 0.5f + d);
 }
 
 // A softmax term exp(y), y = x - row max <= 0, from the hardware's exp2
@@ -104,6 +119,10 @@ __device__ inline float softmax_term_estimate(float y) {
 // and |reciprocal_estimate(s) * s - 1| <= the last for every s in [1,
 // 2^24], the range of a softmax row's sum (tested on all of them).
 constexpr float kSigmoidEstimateMaxError = 0x1.8p-12f;  // 2^-11.42
+// The margin of the row-per-thread path's sigmoid bounds (sigmoid_estimate_bounds).
+constexpr float kSigmoidKeyBound = 0x1p-11f;
+static_assert(kSigmoidKeyBound > kSigmoidEstimateMaxError + 0x1p-25f,
+              "the margin covers the estimate's tested error and its product's rounding");
 constexpr float kSoftmaxTermEstimateMaxError = 0x1p-20f;
 constexpr float kReciprocalEstimateMaxRelError = 0x1p-22f;
 
