@@ -58,15 +58,17 @@ constexpr int kThreadRowBlockThreads = 64;
 constexpr int kThreadRowWarps = kThreadRowBlockThreads / 32;
 constexpr int kThreadRowChunk = 16;       // experts per lane and step; bucket = index % 16
 constexpr int kThreadRowCandidates = 32;  // per-lane list of step 3
-// Step 4 ranks a lane's first kThreadRowNetworkInputs<K, G> candidates by
-// a comparator network (0: none) and inserts the rest one by one. H200,
-// 16384-65536 rows: sigmoid k = 4 / 8 0.91-0.97x the time at one and two
-// lanes per row (E = 64-256), softmax 0.99-1.03x (its passes over the row
-// cost more than step 4). At four lanes per row (E = 320) a lane lists a
-// quarter of the row's candidates, too few to fill the network, and it
-// lost (bf16 sigmoid k = 8 1.06x), so not there.
-template <int K, int G>
-inline constexpr int kThreadRowNetworkInputs = K >= 4 && G < 4 ? K : 0;
+// Step 4 ranks a lane's first kThreadRowNetworkInputs<K, G, kSoftmax>
+// candidates by a comparator network (0: none) and inserts the rest one by
+// one. H200, 16384-65536 rows: sigmoid k = 4 / 8 0.91-0.97x the time at
+// one and two lanes per row (E = 64-256), softmax k = 8 0.99-1.00x, softmax
+// k = 4 1.01-1.03x at E = 64-128 (its passes over the row weigh more than
+// step 4, and a row lists about 4.5 candidates there), so not softmax at
+// K = 4. At four lanes per row (E = 320) a lane lists a quarter of the
+// row's candidates, too few to fill the network, and it lost (bf16 sigmoid
+// k = 8 1.06x), so not there.
+template <int K, int G, bool kSoftmax>
+inline constexpr int kThreadRowNetworkInputs = G < 4 && (K == 8 || (K == 4 && !kSoftmax)) ? K : 0;
 
 // Lanes per row for E experts: more lanes where a row's keys take more
 // shared memory, as E allows (E % (16 * G) == 0).
@@ -325,9 +327,11 @@ struct SoftmaxSumEstimate {
 // Steps 1-4 for the warp's rows; `score` maps a logit (multiplier applied)
 // to p, `bounds` gives step 1's keys (above). Instantiated once per
 // normalization, so the hot loops carry no branch on it. Every lane of the
-// warp calls it (step 1 synchronizes the warp). On return top_* hold, for a
-// live row, the lane's best K experts in key order.
-template <typename T, int K, int G, typename Score, typename Bounds>
+// warp calls it (step 1 synchronizes the warp). kNetwork: how many of a
+// lane's first candidates step 4 ranks by the network
+// (kThreadRowNetworkInputs). On return top_* hold, for a live row, the
+// lane's best K experts in key order.
+template <typename T, int K, int G, int kNetwork, typename Score, typename Bounds>
 __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadRowStream<T, G>& stream,
                                                   const T* logits, const float* bias_s, bool live, Score score,
                                                   Bounds bounds, uint4* halves,
@@ -395,7 +399,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
   };
   if (n <= kThreadRowCandidates) {
     int first = 0;  // the first candidate the ring below ranks
-    if constexpr (kThreadRowNetworkInputs<K, G> > 0) {
+    if constexpr (kNetwork > 0) {
       // The first N candidates at once: all their loads in flight together,
       // then the top K of them by tau's comparator network
       // (sorted_top_keys.h) on 64-bit keys (ord, then the lower expert): at
@@ -405,7 +409,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
       // E = 64-128 k = 8, where a row lists 10 on average). A slot past the
       // list loads the row's first logit (always in bounds) and enters as
       // an empty entry (key 0, score 0, as the lists start).
-      constexpr int N = kThreadRowNetworkInputs<K, G>;
+      constexpr int N = kNetwork;
       KeyedScore w[N];
 #pragma unroll
       for (int i = 0; i < N; ++i) {
@@ -574,9 +578,10 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
 #pragma unroll
     for (int m = 0; m < K; ++m) top_ord[m] = 0u, top_expert[m] = 0xFFFFFFFFu, top_score[m] = 0.0f;
 
+    constexpr int kNetwork = kThreadRowNetworkInputs<K, G, kSoftmax>;
     if constexpr (!kSoftmax) {
-      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, [](float x) { return rm::sigmoid(x); },
-                                 SigmoidKeyBounds{}, halves, cand, top_ord, top_expert, top_score);
+      thread_row_select<T, K, G, kNetwork>(p, stream, logits, bias_s, live, [](float x) { return rm::sigmoid(x); },
+                                           SigmoidKeyBounds{}, halves, cand, top_ord, top_expert, top_score);
     } else {
       // Pass 1: the row maximum (exact, as the other paths) and the estimate
       // of the sum; the G lanes' estimates are brought to the row maximum
@@ -600,9 +605,9 @@ __global__ void __launch_bounds__(kThreadRowBlockThreads) route_thread_row_kerne
       float sum = 0.0f;
       const auto share = [mx, &sum](float x) { return rm::softmax_share(rm::exp_f32(x - mx), sum); };
       const float r = row_nan ? __int_as_float(0x7FFFFFFF) : rm::reciprocal_estimate(sum_estimate);
-      thread_row_select<T, K, G>(p, stream, logits, bias_s, live, share,
-                                 SoftmaxTermKeyBounds<G>{mx, r, row_nan, &fixed, &sum}, halves, cand, top_ord,
-                                 top_expert, top_score);
+      thread_row_select<T, K, G, kNetwork>(p, stream, logits, bias_s, live, share,
+                                           SoftmaxTermKeyBounds<G>{mx, r, row_nan, &fixed, &sum}, halves, cand,
+                                           top_ord, top_expert, top_score);
     }
 
     if constexpr (G == 1) {
