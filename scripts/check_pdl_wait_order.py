@@ -12,7 +12,7 @@ reads the text order only: it catches an access placed before the wait,
 not one on a path that jumps past it (the row loop's first iteration
 always waits; a block without rows reads nothing).
 
-  scripts/check_pdl_wait_order.py build/cpu/impl/CMakeFiles/musespark_cuda_ptx.dir/cuda/*.ptx
+  scripts/check_pdl_wait_order.py build/cpu/impl/CMakeFiles/musespark_kernels_*_ptx.dir/cuda/instances/*.ptx
 """
 import re
 import sys

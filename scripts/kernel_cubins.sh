@@ -23,9 +23,19 @@ if [ -n "$rev" ]; then
 fi
 out=build/cubins/$name
 mkdir -p "$out"
+# One cubin per dtype, as render_report.py reads them: the kernels' sources
+# (impl/cuda/instances/, built once per dtype) in one translation unit.
+# Trees from before that split compile their routing_kernel_<dtype>.cu.
 for dtype in fp32 bf16 fp16; do
-  "$NVCC" -O2 -DNDEBUG --generate-code=arch=compute_90a,code=sm_90a -cubin -std=c++17 \
-    -I"$src/impl/cuda" -I"$src/impl/include" "$src/impl/cuda/routing_kernel_$dtype.cu" -o "$out/routing_kernel_$dtype.cubin" &
+  if [ -d "$src/impl/cuda/instances" ]; then
+    tu=$out/routing_kernel_$dtype.cu
+    for f in "$src"/impl/cuda/instances/*.cu; do echo "#include \"$f\""; done > "$tu"
+    define=-DMUSESPARK_INSTANCE_${dtype^^}
+  else
+    tu=$src/impl/cuda/routing_kernel_$dtype.cu define=
+  fi
+  "$NVCC" -O2 -DNDEBUG $define --generate-code=arch=compute_90a,code=sm_90a -cubin -std=c++17 \
+    -I"$src/impl/cuda" -I"$src/impl/include" "$tu" -o "$out/routing_kernel_$dtype.cubin" &
 done
 wait
 echo "kernel_cubins: $out/routing_kernel_{fp32,bf16,fp16}.cubin${rev:+ ($rev = $commit)}"

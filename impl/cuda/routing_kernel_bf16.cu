@@ -1,4 +1,5 @@
-// Router kernel instantiations for __nv_bfloat16 logits.
+// The router's dispatch for __nv_bfloat16 logits; the kernels it launches are built
+// by cuda/instances/ (routing_path_instances.h).
 #include "routing_tier_table.cuh"
 
 namespace musespark::cuda {

@@ -1,4 +1,5 @@
-// Router kernel instantiations for __half logits.
+// The router's dispatch for __half logits; the kernels it launches are built
+// by cuda/instances/ (routing_path_instances.h).
 #include "routing_tier_table.cuh"
 
 namespace musespark::cuda {

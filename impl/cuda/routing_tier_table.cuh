@@ -1,14 +1,17 @@
 // The tier table of the router kernel: which path and tier each call
 // takes, with the measurements behind every threshold (H200, same-call
-// A/Bs; docs/performance_log.md has the tables). Included once per logits
-// dtype by routing_kernel_{fp32,bf16,fp16}.cu; routing_kernel.cuh has the
-// kernel's interface.
+// A/Bs; docs/performance_log.md has the tables). Its dispatch,
+// launch_routing_typed_impl, is built once per logits dtype by
+// routing_kernel_{fp32,bf16,fp16}.cu and calls the launches of
+// routing_path_instances.h, whose kernels cuda/instances/ builds;
+// routing_kernel.cuh has the kernel's interface.
 #pragma once
 
 #include <cstdint>
 #include <utility>
 
 #include "routing_launch.cuh"
+#include "routing_path_instances.h"
 
 namespace musespark::cuda {
 
@@ -532,6 +535,7 @@ inline constexpr RegisterTier kRegisterTiers[] = {
     {32, 1, 1}, {2, 4, 1},   {4, 2, 1},   {8, 2, 1},  {16, 2, 1},  {4, 16, 2},  {8, 8, 1},   {16, 4, 1},  {32, 2, 1},
     {8, 16, 2}, {16, 8, 1},  {32, 4, 1},  {16, 16, 2}, {32, 8, 1}, {32, 12, 1}, {32, 16, 2}, {32, 16, 3},
 };
+inline constexpr std::size_t kRegisterTierCount = sizeof(kRegisterTiers) / sizeof(kRegisterTiers[0]);
 
 // The register path's tier for a call of E <= kRegisterPathMaxExperts with
 // logits of `logit_bytes` (kp's estimate_select as the launch sets it);
@@ -568,11 +572,7 @@ template <typename T, std::size_t... I>
 cudaError_t launch_register_tier_of(const RegisterTier& t, const KernelParams& kp, cudaStream_t stream, bool pdl,
                                     bool vec, std::index_sequence<I...>) {
   cudaError_t result = cudaErrorInvalidValue;
-  ((t == kRegisterTiers[I] &&
-    (result = launch_register_tier<T, kRegisterTiers[I].lanes, kRegisterTiers[I].experts_per_lane,
-                                   kRegisterTiers[I].min_blocks>(kp, stream, pdl, vec),
-     true)) ||
-   ...);
+  ((t == kRegisterTiers[I] && (result = launch_register_tier_instance<T, I>(kp, stream, pdl, vec), true)) || ...);
   return result;
 }
 
@@ -604,21 +604,21 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   const KernelParams kp = with_selection_choices(kp_in, options);
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
-    case RoutingPath::kFilter: return launch_filter<T>(kp, stream, pdl, options.filter_rows);
-    case RoutingPath::kThreadRow: return launch_thread_row<T>(kp, stream, pdl);
+    case RoutingPath::kFilter: return launch_filter_instance<T>(kp, stream, pdl, options.filter_rows);
+    case RoutingPath::kThreadRow: return launch_thread_row_instance<T>(kp, stream, pdl);
     case RoutingPath::kBlockThreshold:
-      return launch_block_threshold<T>(kp, stream, pdl, block_threshold_pairs_preferred(kp, sizeof(T)));
-    case RoutingPath::kBlockRank: return launch_block_rank<T>(kp, stream, pdl);
-    case RoutingPath::kSplitRow: return launch_split_row<T>(kp, stream, pdl);
-    case RoutingPath::kShared: return launch_shared_path<T>(kp, stream, pdl);
+      return launch_block_threshold_instance<T>(kp, stream, pdl, block_threshold_pairs_preferred(kp, sizeof(T)));
+    case RoutingPath::kBlockRank: return launch_block_rank_instance<T>(kp, stream, pdl);
+    case RoutingPath::kSplitRow: return launch_split_row_instance<T>(kp, stream, pdl);
+    case RoutingPath::kShared: return launch_shared_instance<T>(kp, stream, pdl);
     case RoutingPath::kRegister:
     case RoutingPath::kRegisterScalarLoads: break;
   }
-  if (kp.num_experts > kRegisterPathMaxExperts) return launch_shared_path<T>(kp, stream, pdl);  // forced 1 or 3 is refused earlier
+  if (kp.num_experts > kRegisterPathMaxExperts) return launch_shared_instance<T>(kp, stream, pdl);  // forced 1 or 3 is refused earlier
   const bool vec = path != RoutingPath::kRegisterScalarLoads;
   const RegisterTier tier = choose_register_tier(kp, sizeof(T), vec && register_tier_vector_ok<T, 4>(kp));
   return launch_register_tier_of<T>(tier, kp, stream, pdl, vec,
-                                    std::make_index_sequence<sizeof(kRegisterTiers) / sizeof(kRegisterTiers[0])>{});
+                                    std::make_index_sequence<kRegisterTierCount>{});
 }
 
 }  // namespace musespark::cuda
