@@ -424,7 +424,7 @@ __device__ __forceinline__ void thread_row_select(const KernelParams& p, ThreadR
       for (int m = 0; m < K; ++m) top_ord[m] = top[m].ord(), top_expert[m] = top[m].expert(), top_score[m] = top[m].score;
       first = N;
     }
-    // The rest (all of them at K = 1 or four lanes per row): candidate i's
+    // The rest (all of them where kNetwork is 0): candidate i's
     // logit and bias are loaded while candidate i - 2 is ranked (two in
     // flight), through one copy of consider's code: at K = 8 unrolled
     // copies made the kernel wait on instruction fetch (ncu, E = 64 k = 8:

@@ -1,8 +1,8 @@
 // The K largest of N unsigned keys, in decreasing order, by a comparator
 // network: no branch and no index known only at run time, so every value
 // stays in a register. The row-per-thread path takes its tau (the k-th
-// largest of 16 bucket maxima) from it, and its K = 8 kernels the order of
-// their first 8 candidates (KeyedScore, below).
+// largest of 16 bucket maxima) from it, and its step 4 the order of a
+// lane's first K candidates (KeyedScore, below; kThreadRowNetworkInputs).
 //
 // Runs of one key are merged pairwise into sorted runs of 2, 4, ... by
 // bitonic merges until they hold K keys; from there each merge keeps only
