@@ -212,6 +212,7 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   lo.enable_pdl = options.pdl;
   lo.force_path = options.force_path;
   lo.filter_rows = options.filter_rows;
+  lo.thread_row_lanes = options.thread_row_lanes;
   lo.force_round_selection = options.force_round_selection;
   lo.force_threshold_selection = options.force_threshold_selection;
   // The router, or on "io-floor" cells the io floor kernel with the same

@@ -16,6 +16,7 @@ struct BenchOptions {
   int graph_launches = 20; // launches captured in the CUDA graph that is replayed
   int force_path = 0;      // cuda::LaunchOptions::force_path, for tuning the tier table
   int filter_rows = 0;     // cuda::LaunchOptions::filter_rows
+  int thread_row_lanes = 0;  // cuda::LaunchOptions::thread_row_lanes
   bool force_round_selection = false;  // cuda::LaunchOptions::force_round_selection
   bool force_threshold_selection = false;  // cuda::LaunchOptions::force_threshold_selection
   long long io_floor_max_blocks = 0;  // io-floor cells: cap the grid (its warps then loop over rows); 0: a warp per row

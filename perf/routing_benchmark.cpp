@@ -15,6 +15,8 @@
 //                     path, 8 block-threshold path (tier-table tuning; cells the forced path
 //                     cannot run are reported as errors)
 //   --filter-rows=N   filter path: rows per warp task, 1-16 (default: the launch chooses)
+//   --thread-row-lanes=N  row-per-thread path: lanes per row, 1, 2 or 4 (default: the launch
+//                     chooses; cells whose E is not a multiple of 16 N are reported as errors)
 //   --io-floor-blocks=N  io-floor cells: at most N blocks of 8 warps, each warp looping over rows
 //                     (default: a warp per row), to see what the grid's size costs
 //   --force-rounds    register path: select by rounds, never by the threshold filter
@@ -91,6 +93,8 @@ int main(int argc, char** argv) {
         options.force_path = static_cast<int>(flag_integer("--force-path", v, 0));
       else if (take_flag(argv[i], "--filter-rows", &v))
         options.filter_rows = static_cast<int>(flag_integer("--filter-rows", v, 0));
+      else if (take_flag(argv[i], "--thread-row-lanes", &v))
+        options.thread_row_lanes = static_cast<int>(flag_integer("--thread-row-lanes", v, 0));
       else if (take_flag(argv[i], "--io-floor-blocks", &v))
         options.io_floor_max_blocks = flag_integer("--io-floor-blocks", v, 0);
       else if (take_flag(argv[i], "--force-rounds", &v)) options.force_round_selection = true;
@@ -147,6 +151,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("graph_launches", std::to_string(options.graph_launches));
   benchmark::AddCustomContext("force_path", std::to_string(options.force_path));
   benchmark::AddCustomContext("filter_rows", std::to_string(options.filter_rows));
+  benchmark::AddCustomContext("thread_row_lanes", std::to_string(options.thread_row_lanes));
   benchmark::AddCustomContext("io_floor_max_blocks", std::to_string(options.io_floor_max_blocks));
   benchmark::AddCustomContext("selection", options.force_round_selection       ? "rounds (forced)"
                                           : options.force_threshold_selection ? "threshold where the tier has it (forced)"

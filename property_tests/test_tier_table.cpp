@@ -419,5 +419,19 @@ TEST(TierTable, ForcedPathsAreTakenOrRefusedByName) {
   expect_refused({1, 1000, 8}, {.force_path = 8}, "the block-threshold path was forced but num_experts = 1000");
 }
 
+TEST(TierTable, RowPerThreadLanesAreTakenOrRefusedByName) {
+  EXPECT_EQ(path_of({8192, 64, 8}, {.force_path = 5, .thread_row_lanes = 4}), "row-per-thread");
+  expect_refused({8192, 64, 8}, {.force_path = 5, .thread_row_lanes = 3}, "thread_row_lanes = 3 is not 0, 1, 2 or 4");
+  expect_refused({8192, 96, 8}, {.force_path = 5, .thread_row_lanes = 4},
+                 "thread_row_lanes = 4 needs num_experts a multiple of 64; num_experts = 96");
+  // The launch's grid and hold follow the requested lanes: 8192 rows of
+  // bf16 sigmoid at E = 64 take 128 blocks of 64 rows on one lane, 512 of
+  // 16 rows on four (held to ceil(512 / 132) = 4 per SM).
+  constexpr int kSms = 132;
+  const RoutingParams p = params_of({8192, 64, 4, kBf16});
+  EXPECT_EQ(cuda::thread_row_blocks_per_sm(p, kSms, {.force_path = 5, .thread_row_lanes = 1}), 8);
+  EXPECT_EQ(cuda::thread_row_blocks_per_sm(p, kSms, {.force_path = 5, .thread_row_lanes = 4}), 4);
+}
+
 }  // namespace
 }  // namespace musespark

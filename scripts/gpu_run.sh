@@ -23,7 +23,8 @@
 #             (CANDIDATE_TEST_NAMES, those the tree defines);
 #             CANDIDATE_AXES (routing_benchmark flags) replaces the preset
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared; "7:2": the filter
-#             path with 2 rows per warp task, column "path 7r2") forced on the same
+#             path with 2 rows per warp task, column "path 7r2"; "5:4": the
+#             row-per-thread path with 4 lanes per row, "path 5l4") forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
 #   iofloor   each anchor cell's io floor (routing_benchmark --impls=io-floor) to
 #             $OUT/io_floor.json (IOFLOOR_TAG names it; BENCH picks the tree)
@@ -253,10 +254,17 @@ for step in "${steps[@]}"; do
       tag=${PATHS_TAG:-paths}
       files=()
       for entry in "${forced[@]}"; do
-        # PATH or PATH:ROWS (the filter path with ROWS per warp task).
-        path=${entry%%:*} extra=""
-        [ "$entry" != "$path" ] && extra="--filter-rows=${entry#*:}"
-        name=${entry/:/r}
+        # PATH, or PATH:N: the filter path (7) with N rows per warp task
+        # (column "path 7r2"), the row-per-thread path (5) with N lanes per
+        # row (column "path 5l4").
+        path=${entry%%:*} extra="" name=$entry
+        if [ "$entry" != "$path" ]; then
+          case $path in
+            7) extra="--filter-rows=${entry#*:}" name=${path}r${entry#*:} ;;
+            5) extra="--thread-row-lanes=${entry#*:}" name=${path}l${entry#*:} ;;
+            *) echo "gpu_run: PATHS_FORCE entry '$entry': only 7:ROWS and 5:LANES take a number"; exit 2 ;;
+          esac
+        fi
         log "$tag: --force-path=$path $extra $axes"
         $bench --impls=cuda $axes --force-path=$path $extra --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
           --benchmark_out="$WORK/${tag}_$name.json" --benchmark_out_format=json > "$LOGS/${tag}_$name.log" 2>&1 || status=1
@@ -268,7 +276,7 @@ for step in "${steps[@]}"; do
 import json, sys, re
 cols, cells = [], {}
 for path in sys.argv[1:]:
-    col = "path " + re.search(r"_(\d+(?:r\d+)?)\.json$", path).group(1)
+    col = "path " + re.search(r"_(\d+(?:[rl]\d+)?)\.json$", path).group(1)
     cols.append(col)
     for b in json.load(open(path))["benchmarks"]:
         if b.get("aggregate_name") == "median" and not b.get("error_occurred"):

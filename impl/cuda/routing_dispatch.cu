@@ -133,6 +133,12 @@ void check_launch(const RoutingParams& p, const LaunchOptions& options) {
     fail("LaunchOptions::force_path = ", options.force_path, " is not 0, 1, 2, 3, 4, 5, 6, 7 or 8");
   if (options.filter_rows < 0 || options.filter_rows > kFilterMaxRows)
     fail("LaunchOptions::filter_rows = ", options.filter_rows, " is not in [0, ", kFilterMaxRows, "]");
+  if (options.thread_row_lanes != 0 && options.thread_row_lanes != 1 && options.thread_row_lanes != 2 &&
+      options.thread_row_lanes != 4)
+    fail("LaunchOptions::thread_row_lanes = ", options.thread_row_lanes, " is not 0, 1, 2 or 4");
+  if (options.thread_row_lanes != 0 && p.num_experts % (16 * options.thread_row_lanes) != 0)
+    fail("LaunchOptions::thread_row_lanes = ", options.thread_row_lanes, " needs num_experts a multiple of ",
+         16 * options.thread_row_lanes, "; num_experts = ", p.num_experts);
   if (options.force_path == 1 || options.force_path == 3 || options.force_path == 4 || options.force_path == 6 ||
       options.force_path == 8) {
     if (p.num_experts > kRegisterPathMaxExperts)
@@ -245,7 +251,7 @@ int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchO
   const KernelParams kp = launch_choices(p, options);
   const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
   if (choose_path(kp, options, logit_bytes) != RoutingPath::kThreadRow) return 0;
-  const int lanes = thread_row_lanes_per_row(kp.num_experts);
+  const int lanes = thread_row_lanes(kp, options.thread_row_lanes);
   return thread_row_blocks_per_sm_cap(logit_bytes, kp.softmax, lanes, thread_row_grid(kp.num_tokens, lanes),
                                       sm_count);
 }

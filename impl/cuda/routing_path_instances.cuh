@@ -25,8 +25,8 @@ cudaError_t launch_filter_instance(const KernelParams& kp, cudaStream_t stream, 
 }
 
 template <typename T>
-cudaError_t launch_thread_row_instance(const KernelParams& kp, cudaStream_t stream, bool pdl) {
-  return launch_thread_row<T>(kp, stream, pdl);
+cudaError_t launch_thread_row_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int lanes) {
+  return launch_thread_row<T>(kp, stream, pdl, lanes);
 }
 
 template <typename T>

@@ -19,7 +19,7 @@ template <typename T>
 cudaError_t launch_filter_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int filter_rows);
 
 template <typename T>
-cudaError_t launch_thread_row_instance(const KernelParams& kp, cudaStream_t stream, bool pdl);
+cudaError_t launch_thread_row_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int lanes);
 
 template <typename T>
 cudaError_t launch_block_threshold_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, bool pairs);

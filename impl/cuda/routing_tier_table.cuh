@@ -605,7 +605,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
     case RoutingPath::kFilter: return launch_filter_instance<T>(kp, stream, pdl, options.filter_rows);
-    case RoutingPath::kThreadRow: return launch_thread_row_instance<T>(kp, stream, pdl);
+    case RoutingPath::kThreadRow: return launch_thread_row_instance<T>(kp, stream, pdl, options.thread_row_lanes);
     case RoutingPath::kBlockThreshold:
       return launch_block_threshold_instance<T>(kp, stream, pdl, block_threshold_pairs_preferred(kp, sizeof(T)));
     case RoutingPath::kBlockRank: return launch_block_rank_instance<T>(kp, stream, pdl);

@@ -208,6 +208,31 @@ TEST(SlotStores, DestinationsOffsetFromAlignmentTakeScalarStores) {
     }
 }
 
+// Every lane count a row's experts allow (LaunchOptions::thread_row_lanes,
+// for tuning the table's choice) gives the register path's bits: E = 64
+// and 128 on one, two and four lanes, 192 on one and two.
+TEST(ThreadRowPath, EveryLaneCountMatchesTheRegisterPath) {
+  SKIP_WITHOUT_GPU();
+  std::uint64_t i = 0;
+  for (std::int64_t E : {64, 128, 192})
+    for (int lanes : {1, 2, 4})
+      for (std::int64_t k : {1, 4, 8}) {
+        if (E % (16 * lanes) != 0) continue;
+        CaseConfig cfg;
+        cfg.experts = E;
+        cfg.topk = k;
+        cfg.tokens = 700;
+        cfg.logits = testing::kSweepDistributions[i % std::size(testing::kSweepDistributions)];
+        testing::turn_sweep_settings(cfg, i);
+        cfg.normalization = i % 2 ? Normalization::kSoftmax : Normalization::kSigmoid;
+        cfg.seed = testing::test_seed() * 7 + i++;
+        const RoutingCase c(cfg);
+        testing::expect_reference_and_same_bits(
+            c, harness::run_cuda_case(c, {.force_path = kThreadRowPath, .thread_row_lanes = lanes}),
+            {.force_path = kRegisterPath}, std::to_string(lanes) + " lanes per row vs register path, " + describe(cfg));
+      }
+}
+
 TEST(ThreadRowPath, ForcedOnAnUnsupportedCallIsAClearError) {
   SKIP_WITHOUT_GPU();
   testing::expect_clear_errors_when_forced(

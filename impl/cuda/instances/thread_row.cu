@@ -2,5 +2,5 @@
 #include "routing_path_instances.cuh"
 
 namespace musespark::cuda {
-template cudaError_t launch_thread_row_instance<InstanceLogit>(const KernelParams&, cudaStream_t, bool);
+template cudaError_t launch_thread_row_instance<InstanceLogit>(const KernelParams&, cudaStream_t, bool, int);
 }  // namespace musespark::cuda
