@@ -149,12 +149,12 @@ TEST(TierTable, MediumRows) {
 
 TEST(TierTable, LargeBatchCells) {
   expect_path({32768, 64, 8}, "row-per-thread");                      // E <= 128 sigmoid k > 1 from 32768 rows
-  expect_path({32767, 64, 8}, "register");
+  expect_path({32767, 64, 2}, "register");
   expect_path({32768, 64, 1}, "row-per-thread");                      // E = 64 sigmoid k = 1 from 32768 rows
   expect_path({32767, 64, 1}, "register");
   expect_path({32768, 48, 1}, "register");                            // ... E < 64 from 65536 (not swept)
   expect_path({65536, 48, 1}, "row-per-thread");
-  expect_path({32767, 128, 1}, "register");                           // E in (64, 128]: from 32768
+  expect_path({32767, 96, 1}, "register");                            // E in (64, 128]: from 32768
   expect_path({32768, 128, 1}, "row-per-thread");
   expect_path({65536, 128, 1}, "row-per-thread");
   expect_path({32768, 64, 2, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in [64, 128] softmax k > 1 from 32768
@@ -170,7 +170,7 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 128, 1, kBf16, kSoftmax}, "row-per-thread");
   expect_path({65536, 48, 1, kBf16, kSoftmax}, "register");           // ... not E < 64
   expect_path({32768, 128, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
-  expect_path({32767, 128, 8, kBf16, kSoftmax}, "register");
+  expect_path({32767, 96, 8, kBf16, kSoftmax}, "register");
   expect_path({32768, 128, 3, kBf16, kSoftmax}, "row-per-thread");
   expect_path({65536, 256, 3}, "filter");                             // E = 256 sigmoid k <= 3 at 65536
   expect_path({65536, 256, 1, kBf16}, "filter");
@@ -189,12 +189,14 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
   expect_path({8191, 320, 4, kBf16}, "register");
   expect_path({16384, 192, 1, DType::kFloat32, kSoftmax}, "row-per-thread");  // softmax, E in (128, 256): from 16384
-  expect_path({16383, 192, 4, kBf16, kSoftmax}, "register");
+  expect_path({16383, 160, 4, kBf16, kSoftmax}, "register");
   expect_path({16384, 320, 4, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in (256, 512): fp32 from 16384
-  expect_path({16383, 320, 8, DType::kFloat32, kSoftmax}, "register");
+  expect_path({16383, 320, 1, DType::kFloat32, kSoftmax}, "register");  // ... k = 1
+  expect_path({8192, 320, 2, DType::kFloat32, kSoftmax}, "row-per-thread");  // ... k >= 2 from 8192
+  expect_path({8191, 320, 8, DType::kFloat32, kSoftmax}, "register");
   expect_path({8192, 320, 1, kBf16, kSoftmax}, "row-per-thread");     // ... 16-bit from 8192
   expect_path({32768, 256, 8, DType::kFloat32, kSoftmax}, "row-per-thread");  // E = 256 softmax k >= 4 from 32768
-  expect_path({32767, 256, 4, kBf16, kSoftmax}, "register");
+  expect_path({32767, 256, 2, kBf16, kSoftmax}, "register");
   expect_path({65536, 256, 8, DType::kFloat32, kSoftmax}, "filter");  // ... the filter path at 65536 rows
   expect_path({65536, 256, 4, kBf16, kSoftmax}, "filter");
   expect_path({65536, 256, 8, kBf16, kSoftmax}, "row-per-thread");    // ... but 16-bit k > 4
@@ -205,6 +207,41 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // ... up to 65536 rows
   expect_path({65536, 512, 1}, "filter");
   expect_path({65536, 384, 8}, "filter");
+}
+
+// Lanes per row of the row-per-thread path by rows
+// (thread_row_lanes_preferred): more lanes between a wave of rows and the
+// rows where the table's lanes fill the GPU; 0 where another path runs.
+TEST(TierTable, RowPerThreadLanesByRows) {
+  auto lanes = [](const Call& c) { return cuda::thread_row_lanes(params_of(c)); };
+  EXPECT_EQ(lanes({12288, 64, 4}), 2);  // E = 64, k >= 4: two lanes from 12288 rows
+  EXPECT_EQ(lanes({12287, 64, 4}), 0);
+  EXPECT_EQ(lanes({32767, 64, 8, kBf16, kSoftmax}), 2);
+  EXPECT_EQ(lanes({32768, 64, 8}), 1);  // ... one from 32768
+  EXPECT_EQ(lanes({16384, 64, 2}), 0);  // ... not k <= 2
+  EXPECT_EQ(lanes({16384, 128, 2, DType::kFloat32, kSoftmax}), 2);  // E = 128, k >= 2: 16384-32768 rows
+  EXPECT_EQ(lanes({16383, 128, 8}), 0);
+  EXPECT_EQ(lanes({32768, 128, 8}), 2);
+  EXPECT_EQ(lanes({32769, 128, 8}), 1);
+  EXPECT_EQ(lanes({24576, 128, 1}), 2);                              // ... k = 1 with sigmoid only
+  EXPECT_EQ(lanes({24576, 128, 1, DType::kFloat32, kSoftmax}), 0);
+  EXPECT_EQ(lanes({65536, 128, 1, kBf16, kSoftmax}), 1);
+  EXPECT_EQ(lanes({8192, 192, 1, DType::kFloat32, kSoftmax}), 4);    // E = 192: four lanes, softmax 8192-24576
+  EXPECT_EQ(lanes({24576, 192, 8, kBf16, kSoftmax}), 4);
+  EXPECT_EQ(lanes({24577, 192, 8, kBf16, kSoftmax}), 2);
+  EXPECT_EQ(lanes({12288, 192, 4}), 4);                              // ... sigmoid 8192-12288
+  EXPECT_EQ(lanes({12289, 192, 4}), 0);
+  EXPECT_EQ(lanes({16384, 192, 4}), 2);
+  EXPECT_EQ(lanes({8191, 192, 4}), 0);
+  EXPECT_EQ(lanes({16384, 256, 4, DType::kFloat32, kSoftmax}), 4);   // E = 256 softmax k >= 4: 16384-32767
+  EXPECT_EQ(lanes({16384, 256, 8, DType::kFloat32, kSoftmax}), 0);   // ... but fp32 k > 4
+  EXPECT_EQ(lanes({32767, 256, 8, kBf16, kSoftmax}), 4);
+  EXPECT_EQ(lanes({32768, 256, 8, kBf16, kSoftmax}), 2);
+  EXPECT_EQ(lanes({16384, 256, 4}), 2);                              // ... sigmoid keeps two
+  EXPECT_EQ(lanes({8192, 320, 4}), 4);
+  EXPECT_EQ(lanes({65536, 64, 8}), 1);
+  // A requested count wins over the table's.
+  EXPECT_EQ(cuda::thread_row_lanes(params_of({16384, 64, 8}), {.thread_row_lanes = 1}), 1);
 }
 
 // The register path's selection from estimated scores: where the tier

@@ -1,7 +1,8 @@
 // `musespark path`: which path of the CUDA kernel a call takes, from the
 // kernel's own tier table (cuda::chosen_path; on the register path its tier,
 // cuda::register_tier, whether rows are ranked, and the blocks per SM to
-// which the grid is held on a GPU of --sms SMs), without a GPU. For a kernel
+// which the grid is held on a GPU of --sms SMs; on the row-per-thread path
+// its lanes per row and hold), without a GPU. For a kernel
 // engineer asking where a shape goes before timing it.
 #include <fmt/core.h>
 
@@ -57,8 +58,10 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
                         blocks_per_sm > 0 ? fmt::format(", at most {} blocks per SM", blocks_per_sm) : "");
   }
   if (chosen == cuda::RoutingPath::kThreadRow) {
+    const int lanes = cuda::thread_row_lanes(p, options);
     const int blocks_per_sm = cuda::thread_row_blocks_per_sm(p, sms, options);
-    if (blocks_per_sm > 0) path += fmt::format(" (at most {} blocks per SM)", blocks_per_sm);
+    path += fmt::format(" ({} lane{} per row{})", lanes, lanes == 1 ? "" : "s",
+                        blocks_per_sm > 0 ? fmt::format(", at most {} blocks per SM", blocks_per_sm) : "");
   }
   return path;
 }

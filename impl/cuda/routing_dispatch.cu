@@ -251,9 +251,16 @@ int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchO
   const KernelParams kp = launch_choices(p, options);
   const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
   if (choose_path(kp, options, logit_bytes) != RoutingPath::kThreadRow) return 0;
-  const int lanes = thread_row_lanes(kp, options.thread_row_lanes);
+  const int lanes = thread_row_launch_lanes(kp, options, logit_bytes);
   return thread_row_blocks_per_sm_cap(logit_bytes, kp.softmax, lanes, thread_row_grid(kp.num_tokens, lanes),
                                       sm_count);
+}
+
+int thread_row_lanes(const RoutingParams& p, const LaunchOptions& options) {
+  const KernelParams kp = launch_choices(p, options);
+  const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
+  if (choose_path(kp, options, logit_bytes) != RoutingPath::kThreadRow) return 0;
+  return thread_row_launch_lanes(kp, options, logit_bytes);
 }
 
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {

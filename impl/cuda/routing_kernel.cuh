@@ -208,6 +208,11 @@ int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOpt
 // of 16-bit logits). Host only, like chosen_path.
 int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options = {});
 
+// The lanes that own a row where the row-per-thread path takes `p` (1, 2
+// or 4: thread_row_launch_lanes in routing_tier_table.cuh), or 0 where
+// another path does. Host only, like chosen_path.
+int thread_row_lanes(const RoutingParams& p, const LaunchOptions& options = {});
+
 // Whether the lanes that own whole rows (the row-per-thread path, the
 // filter path's ranking) write `p`'s slots by 16- and 8-byte stores: ids
 // int32, weights and ids contiguous along k, every row's start 16-byte

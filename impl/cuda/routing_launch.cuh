@@ -443,12 +443,12 @@ cudaError_t launch_thread_row_lanes(const KernelParams& kp, cudaStream_t stream,
   return launch_thread_row_tier<T, 8, G>(kp, stream, pdl);
 }
 
-// The caller has checked thread_row_unsupported (and a requested lane
-// count against E). K tiers: the sorted list costs K compares per listed
-// expert; G lanes per row as thread_row_lanes says.
+// The caller has checked thread_row_unsupported, and `lanes` (1, 2 or 4,
+// thread_row_launch_lanes in routing_tier_table.cuh) against E. K tiers:
+// the sorted list costs K compares per listed expert.
 template <typename T>
-cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool pdl, int requested_lanes) {
-  switch (thread_row_lanes(kp, requested_lanes)) {
+cudaError_t launch_thread_row(const KernelParams& kp, cudaStream_t stream, bool pdl, int lanes) {
+  switch (lanes) {
     case 4: return launch_thread_row_lanes<T, 4>(kp, stream, pdl);
     case 2: return launch_thread_row_lanes<T, 2>(kp, stream, pdl);
     default: return launch_thread_row_lanes<T, 1>(kp, stream, pdl);

@@ -78,12 +78,6 @@ inline int thread_row_lanes_per_row(int num_experts) {
   return 1;
 }
 
-// The launch's lanes per row: `requested` (LaunchOptions::thread_row_lanes,
-// checked against E by the dispatch) when set, else the table's.
-inline int thread_row_lanes(const KernelParams& kp, int requested) {
-  return requested != 0 ? requested : thread_row_lanes_per_row(kp.num_experts);
-}
-
 // A warp's staging buffer: 16 logits per lane as 16-byte vectors, one spare
 // vector per lane so that neighbouring lanes start on different banks.
 template <typename T>

@@ -362,10 +362,56 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //    k = 2-3 at 32768 rows 0.82-0.97x (bf16 k = 4 at 16384 0.95x, left).
 //    At 16384 rows E <= 128 lost (1.16-2.6x). E < 64 was not swept and
 //    keeps its rows.
+//  - Lanes per row by rows, session 38 (`gpu_run.sh paths`,
+//    PATHS_FORCE="0 5:1 5:2 5:4", two rounds, T = 8192-65536, E = 64 /
+//    128 / 192 / 256 / 320 / 512, k = 1 / 2 / 4 / 8, both dtypes and
+//    normalizations; docs/performance_log.md): below a wave of rows the
+//    table's lanes per row left too few warps, and more lanes per row won
+//    where thread_row_lanes_preferred sends them (figures there); at
+//    65536 rows and at E = 512 the table's choices stayed fastest.
+
+// Where the row-per-thread path runs with more lanes per row than
+// thread_row_lanes_per_row gives E: G lanes keep G times the warps on the
+// same rows, and between a wave of rows and the rows where one lane per
+// row fills the GPU that pays. 0: the table's lanes. Against the table's
+// choice before (the register path below these rows, the row-per-thread
+// path's lanes for E above them), H200, medians of two rounds:
+//  - E = 64, k >= 4, 12288-24576 rows, two lanes: 0.62-0.96x the time
+//    (16384 rows 0.68-0.90x); at 32768 rows one lane is as fast (k = 8
+//    1.00-1.02x) and stays; k <= 2 gained only with bf16 sigmoid.
+//  - E = 128, k >= 2 or sigmoid, 16384-32768 rows, two lanes: 0.57-0.98x
+//    (fp32 softmax k = 2 at 24576 rows 1.03x); at 65536 rows one lane
+//    stays (two: 1.01-1.18x); softmax k = 1 lost (1.13-1.32x).
+//  - E = 192, four lanes: softmax at 8192-24576 rows 0.78-0.96x (fp32
+//    k = 1 at 12288 rows 1.03x), sigmoid at 8192-12288 rows 0.69-0.94x;
+//    at 32768 rows two lanes (1.05-1.18x for four).
+//  - E = 256 softmax k >= 4 at 16384-24576 rows, four lanes: 0.88-0.95x
+//    but fp32 k = 8 (1.00-1.02x), which stays on the register path.
+inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
+  const int E = kp.num_experts;
+  const std::int64_t rows = kp.num_tokens;
+  const int k = kp.topk;
+  if (E == 64 && k >= 4 && rows >= 12288 && rows < 32768) return 2;
+  if (E == 128 && (k >= 2 || !kp.softmax) && rows >= 16384 && rows <= 32768) return 2;
+  if (E == 192 && rows >= 8192 && rows <= (kp.softmax ? 24576 : 12288)) return 4;
+  if (E == 256 && kp.softmax && k >= 4 && !(logit_bytes == 4 && k > 4) && rows >= 16384 && rows < 32768) return 4;
+  return 0;
+}
+
+// The row-per-thread launch's lanes per row: the requested ones
+// (LaunchOptions::thread_row_lanes), else thread_row_lanes_preferred's,
+// else the table's for E.
+inline int thread_row_launch_lanes(const KernelParams& kp, const LaunchOptions& options, int logit_bytes) {
+  if (options.thread_row_lanes != 0) return options.thread_row_lanes;
+  const int preferred = thread_row_lanes_preferred(kp, logit_bytes);
+  return preferred != 0 ? preferred : thread_row_lanes_per_row(kp.num_experts);
+}
+
 inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   const bool narrow = logit_bytes == 2;
+  if (thread_row_lanes_preferred(kp, logit_bytes) != 0) return true;
   if (E <= 128) {
     if (!kp.softmax) return rows >= (kp.topk == 1 && E < 64 ? 65536 : 32768);
     if (kp.topk == 1) return E >= 64 && narrow && rows >= 65536;
@@ -379,7 +425,9 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   }
   if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
   if (!kp.softmax) return rows >= (E > 256 ? 8192 : 16384);
-  if (E > 256) return rows >= (narrow ? 8192 : 16384);
+  // fp32 at 8192 rows, session 38's sweep (four lanes, as thread_row_lanes_per_row
+  // gives E = 320): k = 2-8 0.81-0.90x the register path's time; k = 1 0.97x.
+  if (E > 256) return rows >= (narrow || kp.topk >= 2 ? 8192 : 16384);
   return rows >= 16384;
 }
 
@@ -605,7 +653,8 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
   const RoutingPath path = choose_path(kp, options, sizeof(T));
   switch (path) {
     case RoutingPath::kFilter: return launch_filter_instance<T>(kp, stream, pdl, options.filter_rows);
-    case RoutingPath::kThreadRow: return launch_thread_row_instance<T>(kp, stream, pdl, options.thread_row_lanes);
+    case RoutingPath::kThreadRow:
+      return launch_thread_row_instance<T>(kp, stream, pdl, thread_row_launch_lanes(kp, options, sizeof(T)));
     case RoutingPath::kBlockThreshold:
       return launch_block_threshold_instance<T>(kp, stream, pdl, block_threshold_pairs_preferred(kp, sizeof(T)));
     case RoutingPath::kBlockRank: return launch_block_rank_instance<T>(kp, stream, pdl);

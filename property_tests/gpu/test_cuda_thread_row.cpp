@@ -110,6 +110,24 @@ TEST(ThreadRowPath, TakesLargeBatchesByItself) {
     const RoutingCase c(cfg);
     testing::expect_automatic_path(c, "row-per-thread", describe(cfg));
   }
+  // Below a wave of rows, more lanes per row (thread_row_lanes_preferred):
+  // two at E = 128, four at E = 192 softmax.
+  for (std::int64_t E : {128, 192}) {
+    CaseConfig cfg;
+    cfg.experts = E;
+    cfg.topk = 8;
+    cfg.tokens = 16400;
+    cfg.normalization = Normalization::kSoftmax;
+    cfg.padding = harness::PaddingMode::kSparse;
+    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E) * 3;
+    const RoutingCase c(cfg);
+    alignas(16) static unsigned char stand_in[16];
+    EXPECT_EQ(cuda::thread_row_lanes(shape_only_params(cfg.tokens, E, 8, cfg.logits_dtype, cfg.normalization, stand_in,
+                                                       stand_in)),
+              E == 128 ? 2 : 4)
+        << describe(cfg);
+    testing::expect_automatic_path(c, "row-per-thread", describe(cfg));
+  }
 }
 
 // The grids that launch_thread_row_tier holds below what the registers
