@@ -91,8 +91,8 @@ struct LaunchOptions {
   // tuning.
   int filter_rows = 0;
   // Row-per-thread path: lanes per row (1, 2 or 4; num_experts a multiple
-  // of 16 times it); 0 lets the launch choose (thread_row_lanes_per_row).
-  // For tuning.
+  // of 16 times it, checked whatever the path); 0 lets the launch choose
+  // (thread_row_launch_lanes in routing_tier_table.cuh). For tuning.
   int thread_row_lanes = 0;
   // Register path: select every row by k group-wide rounds from exact
   // scores, never by the threshold filter, the ranking or the selection from

@@ -376,7 +376,9 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 // row fills the GPU that pays. 0: the table's lanes. Against the table's
 // choice before (the register path below these rows, the row-per-thread
 // path's lanes for E above them), H200, medians of two rounds:
-//  - E = 64, k >= 4, 12288-24576 rows, two lanes: 0.62-0.96x the time
+// (Swept at 8192, 12288, 16384, 24576, 32768 and 65536 rows; a band runs
+// from its first row count that won to below the first that did not.)
+//  - E = 64, k >= 4, 12288-32767 rows, two lanes: 0.62-0.96x the time
 //    (16384 rows 0.68-0.90x); at 32768 rows one lane is as fast (k = 8
 //    1.00-1.02x) and stays; k <= 2 gained only with bf16 sigmoid.
 //  - E = 128, k >= 2 or sigmoid, 16384-32768 rows, two lanes: 0.57-0.98x
@@ -385,7 +387,7 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //  - E = 192, four lanes: softmax at 8192-24576 rows 0.78-0.96x (fp32
 //    k = 1 at 12288 rows 1.03x), sigmoid at 8192-12288 rows 0.69-0.94x;
 //    at 32768 rows two lanes (1.05-1.18x for four).
-//  - E = 256 softmax k >= 4 at 16384-24576 rows, four lanes: 0.88-0.95x
+//  - E = 256 softmax k >= 4 at 16384-32767 rows, four lanes: 0.88-0.95x
 //    but fp32 k = 8 (1.00-1.02x), which stays on the register path.
 inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
