@@ -26,6 +26,7 @@
 #             path with 2 rows per warp task, column "path 7r2"; "5:4": the
 #             row-per-thread path with 4 lanes per row, "path 5l4") forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
+#             (PATHS_ROUNDS, default 1: interleaved rounds, the table their median)
 #   iofloor   each anchor cell's io floor (routing_benchmark --impls=io-floor) to
 #             $OUT/io_floor.json (IOFLOOR_TAG names it; BENCH picks the tree)
 #   pdl       decode cells with programmatic dependent launch on and off
@@ -252,7 +253,9 @@ for step in "${steps[@]}"; do
       axes=${PATHS_AXES:---tokens=1,16,128,1024,4096 --experts=64,128,256,512 --topk=8 --dtypes=float32 --norms=sigmoid,softmax}
       forced=(${PATHS_FORCE:-1 2})
       tag=${PATHS_TAG:-paths}
+      rounds=${PATHS_ROUNDS:-1}
       files=()
+      for round in $(seq "$rounds"); do
       for entry in "${forced[@]}"; do
         # PATH, or PATH:N: the filter path (7) with N rows per warp task
         # (column "path 7r2"), the row-per-thread path (5) with N lanes per
@@ -265,22 +268,27 @@ for step in "${steps[@]}"; do
             *) echo "gpu_run: PATHS_FORCE entry '$entry': only 7:ROWS and 5:LANES take a number"; exit 2 ;;
           esac
         fi
-        log "$tag: --force-path=$path $extra $axes"
+        log "$tag: round $round of $rounds: --force-path=$path $extra $axes"
         $bench --impls=cuda $axes --force-path=$path $extra --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
-          --benchmark_out="$WORK/${tag}_$name.json" --benchmark_out_format=json > "$LOGS/${tag}_$name.log" 2>&1 || status=1
-        files+=("$WORK/${tag}_$name.json")
+          --benchmark_out="$WORK/${tag}_${name}_r$round.json" --benchmark_out_format=json \
+          > "$LOGS/${tag}_${name}_r$round.log" 2>&1 || status=1
+        files+=("$WORK/${tag}_${name}_r$round.json")
       done
-      # One row per cell, one column per forced path (median us; "-" where the
+      done
+      # One row per cell, one column per forced path (median us over the
+      # PATHS_ROUNDS rounds, each the median of 3 repetitions; "-" where the
       # path cannot run the cell), so the tier table can be set from it.
       python3 - "${files[@]}" <<'PY' | tee -a "$OUT/summary.log" "$LOGS/${tag}_table.txt"
-import json, sys, re
-cols, cells = [], {}
+import json, statistics, sys, re
+cols, runs = [], {}
 for path in sys.argv[1:]:
-    col = "path " + re.search(r"_(\d+(?:[rl]\d+)?)\.json$", path).group(1)
-    cols.append(col)
+    col = "path " + re.search(r"_(\d+(?:[rl]\d+)?)_r\d+\.json$", path).group(1)
+    if col not in cols:
+        cols.append(col)
     for b in json.load(open(path))["benchmarks"]:
         if b.get("aggregate_name") == "median" and not b.get("error_occurred"):
-            cells.setdefault(b["run_name"].split("/force")[0], {})[col] = b["real_time"]
+            runs.setdefault(b["run_name"].split("/force")[0], {}).setdefault(col, []).append(b["real_time"])
+cells = {name: {c: statistics.median(t) for c, t in row.items()} for name, row in runs.items()}
 # "vs first": the best column's time over the first column's (the tier
 # table's own choice when PATHS_FORCE starts with 0); "<==" marks a cell
 # where a forced path beat it by more than 5%.
