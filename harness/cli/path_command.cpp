@@ -29,6 +29,7 @@ struct PathSettings {
   std::string dtype = "float32";
   std::string norm = "sigmoid";
   int force_path = 0;
+  int thread_row_lanes = 0;
   int sms = 132;  // an H100 SXM or H200
 };
 
@@ -42,10 +43,11 @@ DType parse_logits_dtype(const std::string& name) {
 // alignment of the pointers, never the data: a 16-byte aligned host buffer
 // stands in.
 std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, Normalization norm, int force,
-                    int sms) {
+                    int lanes, int sms) {
   alignas(16) static unsigned char stand_in[16];
   cuda::LaunchOptions options;
   options.force_path = force;
+  options.thread_row_lanes = lanes;
   const RoutingParams p = shape_only_params(T, E, k, dtype, norm, stand_in, stand_in);
   const cuda::RoutingPath chosen = cuda::chosen_path(p, options);
   std::string path = cuda::routing_path_name(chosen);
@@ -79,7 +81,7 @@ int run_path(const PathSettings& s) {
   for (std::int64_t E : s.experts)
     for (std::int64_t k : s.topk)
       for (std::int64_t T : s.tokens)
-        fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k, path_of(T, E, k, dtype, norm, s.force_path, s.sms));
+        fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k, path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms));
   return 0;
 #endif
 }
@@ -96,6 +98,8 @@ void add_path_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--dtype", settings->dtype, "logits dtype: float32, bfloat16 or float16");
   cmd->add_option("--norm", settings->norm, "sigmoid or softmax");
   cmd->add_option("--force-path", settings->force_path, "check a forced path (1-8) against the call instead");
+  cmd->add_option("--thread-row-lanes", settings->thread_row_lanes,
+                  "the row-per-thread path's lanes per row (1, 2 or 4) instead of the table's");
   cmd->add_option("--sms", settings->sms, "the GPU's SM count, for the register path's blocks per SM (default 132)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->callback([settings, &exit_code] { exit_code = run_path(*settings); });
