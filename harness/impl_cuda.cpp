@@ -91,14 +91,35 @@ class CudaForcedPathImplementation final : public Implementation {
   Takes takes_;
 };
 
+// The row-per-thread path forced where it can run, its lanes per row (1, 2
+// or 4, as E allows) turned over from case to case by the shape, so that a
+// fuzz campaign reaches every lane count at every E where the tier table
+// would pick one of them only at some row counts.
+class CudaRowPerThreadImplementation final : public Implementation {
+ public:
+  std::string name() const override { return "cuda-row-per-thread"; }
+  std::string description() const override {
+    return "CUDA kernel, row-per-thread path forced where it can run, 1, 2 or 4 lanes per row by case";
+  }
+  std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
+  RoutingOutput run(const RoutingCase& c) const override {
+    const CudaCase dev(c);
+    const RoutingParams& p = dev.params();
+    if (cuda::thread_row_unsupported(p) != nullptr) return run_cuda_case(dev, {});
+    constexpr int kLanes[] = {1, 2, 4};
+    int lanes = kLanes[static_cast<std::uint64_t>(p.num_tokens * 31 + p.num_experts * 7 + p.topk) % 3];
+    while (p.num_experts % (16 * lanes) != 0) lanes /= 2;  // E is a multiple of 16: 1 always fits
+    return run_cuda_case(dev, {.force_path = 5, .thread_row_lanes = lanes});
+  }
+};
+
 }  // namespace
 
 ImplementationPtr make_cuda_implementation() { return std::make_shared<CudaImplementation>(); }
 ImplementationPtr make_cuda_row_per_thread_implementation() {
-  return std::make_shared<CudaForcedPathImplementation>(
-      "cuda-row-per-thread", "CUDA kernel, row-per-thread path forced where it can run", 5,
-      [](const RoutingParams& p) { return cuda::thread_row_unsupported(p) == nullptr; });
+  return std::make_shared<CudaRowPerThreadImplementation>();
 }
+
 // The block-rank path (one block per row, one expert per thread) takes any
 // row count up to 512 experts; the tier table sends it few rows of some E, k.
 ImplementationPtr make_cuda_block_rank_implementation() {
