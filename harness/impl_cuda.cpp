@@ -71,53 +71,50 @@ class CudaImplementation final : public Implementation {
 
 // The kernel with one of its paths forced on every call that path can take
 // (the rest dispatched as usual), so that the fuzzer and the property suite
-// reach it at any size, not only where the tier table sends it.
+// reach it at any size, not only where the tier table sends it; `lanes`,
+// where given, picks the row-per-thread path's lanes per row for the call.
 class CudaForcedPathImplementation final : public Implementation {
  public:
   using Takes = bool (*)(const RoutingParams&);
-  CudaForcedPathImplementation(std::string name, std::string description, int path, Takes takes)
-      : name_(std::move(name)), description_(std::move(description)), path_(path), takes_(takes) {}
+  using Lanes = int (*)(const RoutingParams&);
+  CudaForcedPathImplementation(std::string name, std::string description, int path, Takes takes,
+                               Lanes lanes = nullptr)
+      : name_(std::move(name)), description_(std::move(description)), path_(path), takes_(takes), lanes_(lanes) {}
   std::string name() const override { return name_; }
   std::string description() const override { return description_; }
   std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
   RoutingOutput run(const RoutingCase& c) const override {
     const CudaCase dev(c);
-    return run_cuda_case(dev, {.force_path = takes_(dev.params()) ? path_ : 0});
+    const RoutingParams& p = dev.params();
+    if (!takes_(p)) return run_cuda_case(dev, {});
+    return run_cuda_case(dev, {.force_path = path_, .thread_row_lanes = lanes_ != nullptr ? lanes_(p) : 0});
   }
 
  private:
   std::string name_, description_;
   int path_;
   Takes takes_;
+  Lanes lanes_;
 };
 
-// The row-per-thread path forced where it can run, its lanes per row (1, 2
-// or 4, as E allows) turned over from case to case by the shape, so that a
-// fuzz campaign reaches every lane count at every E where the tier table
-// would pick one of them only at some row counts.
-class CudaRowPerThreadImplementation final : public Implementation {
- public:
-  std::string name() const override { return "cuda-row-per-thread"; }
-  std::string description() const override {
-    return "CUDA kernel, row-per-thread path forced where it can run, 1, 2 or 4 lanes per row by case";
-  }
-  std::string unavailable_reason() const override { return cuda_unavailable_reason(); }
-  RoutingOutput run(const RoutingCase& c) const override {
-    const CudaCase dev(c);
-    const RoutingParams& p = dev.params();
-    if (cuda::thread_row_unsupported(p) != nullptr) return run_cuda_case(dev, {});
-    constexpr int kLanes[] = {1, 2, 4};
-    int lanes = kLanes[static_cast<std::uint64_t>(p.num_tokens * 31 + p.num_experts * 7 + p.topk) % 3];
-    while (p.num_experts % (16 * lanes) != 0) lanes /= 2;  // E is a multiple of 16: 1 always fits
-    return run_cuda_case(dev, {.force_path = 5, .thread_row_lanes = lanes});
-  }
-};
+// The row-per-thread path's lanes per row (1, 2 or 4, as E allows) turned
+// over from case to case by the shape, so that a fuzz campaign reaches
+// every lane count at every E where the tier table would pick one of them
+// only at some row counts.
+int lanes_by_case(const RoutingParams& p) {
+  constexpr int kLanes[] = {1, 2, 4};
+  int lanes = kLanes[static_cast<std::uint64_t>(p.num_tokens * 31 + p.num_experts * 7 + p.topk) % 3];
+  while (p.num_experts % (16 * lanes) != 0) lanes /= 2;  // E is a multiple of 16: 1 always fits
+  return lanes;
+}
 
 }  // namespace
 
 ImplementationPtr make_cuda_implementation() { return std::make_shared<CudaImplementation>(); }
 ImplementationPtr make_cuda_row_per_thread_implementation() {
-  return std::make_shared<CudaRowPerThreadImplementation>();
+  return std::make_shared<CudaForcedPathImplementation>(
+      "cuda-row-per-thread", "CUDA kernel, row-per-thread path forced where it can run, 1, 2 or 4 lanes per row by case",
+      5, [](const RoutingParams& p) { return cuda::thread_row_unsupported(p) == nullptr; }, lanes_by_case);
 }
 
 // The block-rank path (one block per row, one expert per thread) takes any

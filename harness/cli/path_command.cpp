@@ -81,7 +81,8 @@ int run_path(const PathSettings& s) {
   for (std::int64_t E : s.experts)
     for (std::int64_t k : s.topk)
       for (std::int64_t T : s.tokens)
-        fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k, path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms));
+        fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k,
+                   path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms));
   return 0;
 #endif
 }

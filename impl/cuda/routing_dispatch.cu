@@ -246,21 +246,20 @@ int register_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOpt
   return register_blocks_per_sm_cap(tier.experts_per_lane, blocks, sm_count);
 }
 
-// The launch's own steps (launch_thread_row_tier's grid and hold).
-int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options) {
-  const KernelParams kp = launch_choices(p, options);
-  const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
-  if (choose_path(kp, options, logit_bytes) != RoutingPath::kThreadRow) return 0;
-  const int lanes = thread_row_launch_lanes(kp, options, logit_bytes);
-  return thread_row_blocks_per_sm_cap(logit_bytes, kp.softmax, lanes, thread_row_grid(kp.num_tokens, lanes),
-                                      sm_count);
-}
-
 int thread_row_lanes(const RoutingParams& p, const LaunchOptions& options) {
   const KernelParams kp = launch_choices(p, options);
   const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
   if (choose_path(kp, options, logit_bytes) != RoutingPath::kThreadRow) return 0;
   return thread_row_launch_lanes(kp, options, logit_bytes);
+}
+
+// The launch's own steps (launch_thread_row_tier's grid and hold).
+int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchOptions& options) {
+  const int lanes = thread_row_lanes(p, options);
+  if (lanes == 0) return 0;
+  return thread_row_blocks_per_sm_cap(static_cast<int>(dtype_size(p.logits_dtype)),
+                                      p.normalization == Normalization::kSoftmax, lanes,
+                                      thread_row_grid(p.num_tokens, lanes), sm_count);
 }
 
 bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {

@@ -2,8 +2,8 @@
 // owned by G = 1, 2 or 4 consecutive lanes (thread_row_lanes_per_row: two
 // above 128 experts, four above 256, where E is a multiple of 16 * G; else
 // one; more below a wave of rows, thread_row_launch_lanes in
-// routing_tier_table.cuh), E a multiple of 16 up to 512, k <= 8, logits contiguous along the
-// experts and 16-byte aligned (routing_kernel.cuh, thread_row_unsupported,
+// routing_tier_table.cuh), E a multiple of 16 up to 512, k <= 8, logits
+// contiguous along the experts and 16-byte aligned (routing_kernel.cuh, thread_row_unsupported,
 // names what it needs).
 //
 // Why. With one warp per row (the register path) every per-row step of the
