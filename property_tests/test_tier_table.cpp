@@ -154,7 +154,7 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({32767, 64, 1}, "register");
   expect_path({32768, 48, 1}, "register");                            // ... E < 64 from 65536 (not swept)
   expect_path({65536, 48, 1}, "row-per-thread");
-  expect_path({32767, 96, 1}, "register");                            // E in (64, 128]: from 32768
+  expect_path({32767, 112, 1}, "register");                           // E in (64, 128]: from 32768
   expect_path({32768, 128, 1}, "row-per-thread");
   expect_path({65536, 128, 1}, "row-per-thread");
   expect_path({32768, 64, 2, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in [64, 128] softmax k > 1 from 32768
@@ -170,7 +170,7 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 128, 1, kBf16, kSoftmax}, "row-per-thread");
   expect_path({65536, 48, 1, kBf16, kSoftmax}, "register");           // ... not E < 64
   expect_path({32768, 128, 4, DType::kFloat32, kSoftmax}, "row-per-thread");
-  expect_path({32767, 96, 8, kBf16, kSoftmax}, "register");
+  expect_path({32767, 112, 8, kBf16, kSoftmax}, "register");
   expect_path({32768, 128, 3, kBf16, kSoftmax}, "row-per-thread");
   expect_path({65536, 256, 3}, "filter");                             // E = 256 sigmoid k <= 3 at 65536
   expect_path({65536, 256, 1, kBf16}, "filter");
@@ -189,7 +189,7 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
   expect_path({8191, 320, 4, kBf16}, "register");
   expect_path({16384, 192, 1, DType::kFloat32, kSoftmax}, "row-per-thread");  // softmax, E in (128, 256): from 16384
-  expect_path({16383, 160, 4, kBf16, kSoftmax}, "register");
+  expect_path({12287, 160, 4, kBf16, kSoftmax}, "register");
   expect_path({16384, 320, 4, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in (256, 512): fp32 from 16384
   expect_path({16383, 320, 1, DType::kFloat32, kSoftmax}, "register");  // ... k = 1
   expect_path({8192, 320, 2, DType::kFloat32, kSoftmax}, "row-per-thread");  // ... k >= 2 from 8192
@@ -240,6 +240,15 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({16384, 256, 4}), 2);                              // ... sigmoid keeps two
   EXPECT_EQ(lanes({8192, 320, 4}), 4);
   EXPECT_EQ(lanes({65536, 64, 8}), 1);
+  EXPECT_EQ(lanes({12288, 96, 1, DType::kFloat32, kSoftmax}), 2);   // E = 96: two lanes, 12288-32768
+  EXPECT_EQ(lanes({32768, 96, 8}), 2);
+  EXPECT_EQ(lanes({32769, 96, 8}), 1);
+  EXPECT_EQ(lanes({12287, 96, 8}), 0);
+  EXPECT_EQ(lanes({12288, 160, 1, kBf16, kSoftmax}), 2);            // E = 160: from 12288 rows
+  EXPECT_EQ(lanes({12287, 160, 8}), 0);
+  EXPECT_EQ(lanes({12288, 224, 4}), 2);                              // E = 224: sigmoid only
+  EXPECT_EQ(lanes({12288, 224, 4, DType::kFloat32, kSoftmax}), 0);
+  EXPECT_EQ(lanes({16384, 224, 4, DType::kFloat32, kSoftmax}), 2);  // ... softmax's own rows from 16384
   // A requested count wins over the table's.
   EXPECT_EQ(cuda::thread_row_lanes(params_of({16384, 64, 8}), {.thread_row_lanes = 1}), 1);
 }

@@ -389,6 +389,17 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //    at 32768 rows two lanes (1.05-1.18x for four).
 //  - E = 256 softmax k >= 4 at 16384-32767 rows, four lanes: 0.88-0.95x
 //    but fp32 k = 8 (1.00-1.02x), which stays on the register path.
+// The E between them, session 39 (H100, the same sweep at T = 8192-32768,
+// E = 96 / 160 / 224 / 288 / 352 / 416 / 480, k = 1 / 4 / 8, two rounds):
+//  - E = 96, 12288-32768 rows, two lanes: 0.44-0.92x (at 32768 rows, where
+//    sigmoid and softmax k = 1 already ran one lane, 0.62-0.97x); at 8192
+//    rows only bf16 sigmoid k >= 4 gained (0.80x), the rest 0.92-1.67x.
+//  - E = 160, 12288-16383 rows, its two lanes where the register path ran:
+//    0.68-0.90x; from 16384 rows the path runs already.
+//  - E = 224 sigmoid, the same rows: 0.77-0.92x (softmax 0.97-1.13x, left).
+//  - E = 288-480: the table's two lanes stayed within 0.95-1.05x of one
+//    lane but for k = 8 at 32768 rows (E = 288 fp32 softmax 0.91x, E = 352
+//    bf16 0.92-0.93x; left, narrow).
 inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
@@ -397,6 +408,8 @@ inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   if (E == 128 && (k >= 2 || !kp.softmax) && rows >= 16384 && rows <= 32768) return 2;
   if (E == 192 && rows >= 8192 && rows <= (kp.softmax ? 24576 : 12288)) return 4;
   if (E == 256 && kp.softmax && k >= 4 && !(logit_bytes == 4 && k > 4) && rows >= 16384 && rows < 32768) return 4;
+  if (E == 96 && rows >= 12288 && rows <= 32768) return 2;
+  if ((E == 160 || (E == 224 && !kp.softmax)) && rows >= 12288 && rows < 16384) return 2;
   return 0;
 }
 
