@@ -8,6 +8,7 @@ compare a run against a baseline.
   render_report.py stand RUN.json --anchor ANCHOR.csv [--impl cuda]   # the figures of docs/performance.md's stand table
   render_report.py kernels A.cubin [--baseline B.cubin] [--match TEXT]   # code size, registers, shared memory per kernel
   render_report.py floors RUN.json IO_FLOOR.json [--anchor ANCHOR.csv] [--max-tokens 1024]   # cells above their io floors
+  render_report.py paths TAG_PATH_rN.json... [--grid]   # gpu_run.sh paths: each cell on each forced path
 """
 import argparse
 import os
@@ -15,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perfreport import compare, cubin, iofloor, load, render, stand  # noqa: E402
+from perfreport import compare, cubin, iofloor, load, paths, render, stand  # noqa: E402
 
 
 def main(argv):
@@ -90,6 +91,26 @@ def main(argv):
         except ValueError as e:
             print(f"floors: {e}", file=sys.stderr)
             return 2
+        return 0
+
+    if argv and argv[0] == "paths":
+        ap = argparse.ArgumentParser(prog="render_report.py paths")
+        ap.add_argument("runs", nargs="+", help="TAG_PATH_rROUND.json as `gpu_run.sh paths` writes them")
+        ap.add_argument("--grid", action="store_true",
+                        help="also each shape's forced columns over the first, one line per shape, by rows")
+        a = ap.parse_args(argv[1:])
+        try:
+            cols, cells = paths.load_runs(a.runs)
+        except (OSError, ValueError) as e:
+            print(f"paths: {e}", file=sys.stderr)
+            return 2
+        if not cells:
+            print("paths: no timed cell in " + ", ".join(a.runs), file=sys.stderr)
+            return 2
+        print(paths.cell_table(cols, cells))
+        if a.grid:
+            print()
+            print(paths.ratio_grid(cols, cells))
         return 0
 
     if argv and argv[0] == "kernels":

@@ -26,7 +26,9 @@
 #             path with 2 rows per warp task, column "path 7r2"; "5:4": the
 #             row-per-thread path with 4 lanes per row, "path 5l4") forced on the same
 #             cells (PATHS_AXES), a table of medians, for tuning the tier table
-#             (PATHS_ROUNDS, default 1: interleaved rounds, the table their median)
+#             (PATHS_ROUNDS, default 1: interleaved rounds, the table their median),
+#             and each shape's forced columns over the first by rows
+#             (`render_report.py paths --grid`; the JSON go into logs.tgz)
 #   iofloor   each anchor cell's io floor (routing_benchmark --impls=io-floor) to
 #             $OUT/io_floor.json (IOFLOOR_TAG names it; BENCH picks the tree)
 #   pdl       decode cells with programmatic dependent launch on and off
@@ -277,30 +279,11 @@ for step in "${steps[@]}"; do
       done
       # One row per cell, one column per forced path (median us over the
       # PATHS_ROUNDS rounds, each the median of 3 repetitions; "-" where the
-      # path cannot run the cell), so the tier table can be set from it.
-      python3 - "${files[@]}" <<'PY' | tee -a "$OUT/summary.log" "$LOGS/${tag}_table.txt"
-import json, statistics, sys, re
-cols, runs = [], {}
-for path in sys.argv[1:]:
-    col = "path " + re.search(r"_(\d+(?:[rl]\d+)?)_r\d+\.json$", path).group(1)
-    if col not in cols:
-        cols.append(col)
-    for b in json.load(open(path))["benchmarks"]:
-        if b.get("aggregate_name") == "median" and not b.get("error_occurred"):
-            runs.setdefault(b["run_name"].split("/force")[0], {}).setdefault(col, []).append(b["real_time"])
-cells = {name: {c: statistics.median(t) for c, t in row.items()} for name, row in runs.items()}
-# "vs first": the best column's time over the first column's (the tier
-# table's own choice when PATHS_FORCE starts with 0); "<==" marks a cell
-# where a forced path beat it by more than 5%.
-print(f"{'cell':<80}" + "".join(f"{c:>10}" for c in cols) + "   best        vs first")
-for name, row in cells.items():
-    best = min(row, key=row.get)
-    first = row.get(cols[0])
-    ratio = f"{row[best] / first:.3f}" if first else "-"
-    mark = "  <==" if first and row[best] < 0.95 * first else ""
-    print(f"{name:<80}" + "".join(f"{row[c]:>10.2f}" if c in row else f"{'-':>10}" for c in cols)
-          + f"   {best:<10} {ratio}{mark}")
-PY
+      # path cannot run the cell), then each shape's columns over the first
+      # by rows (reports/perfreport/paths.py); the JSON go into logs.tgz so
+      # the tables can be remade there.
+      cp "${files[@]}" "$LOGS/"
+      python3 reports/render_report.py paths --grid "${files[@]}" | tee -a "$OUT/summary.log" "$LOGS/${tag}_table.txt"
       ;;
     iofloor)
       # Each anchor cell's io floor (perf/io_floor_kernel.cuh: the cell's
