@@ -65,10 +65,11 @@ TEST(TierTable, DecodeCells) {
   expect_path({1, 256, 8}, "block-threshold");
   expect_path({128, 512, 8, kBf16, kSoftmax}, "block-threshold");
   expect_path({1, 512, 4}, "block-threshold");
-  expect_path({1, 512, 4, kBf16, kSoftmax}, "split-row");               // softmax above E = 384, k <= 4 ...
-  expect_path({1, 512, 2, DType::kFloat32, kSoftmax}, "split-row");      // ... and fp32 k = 2
-  expect_path({1, 512, 4, DType::kFloat32, kSoftmax}, "block-threshold");  // fp32 k = 3-4: the pair kernel
-  expect_path({128, 512, 2, kBf16, kSoftmax}, "split-row");
+  expect_path({1, 512, 4, kBf16, kSoftmax}, "block-threshold");          // softmax above E = 384, k in [2, 4]:
+  expect_path({1, 512, 2, DType::kFloat32, kSoftmax}, "block-threshold");  // the pair kernel (H100)
+  expect_path({1, 512, 4, DType::kFloat32, kSoftmax}, "block-threshold");
+  expect_path({128, 512, 2, kBf16, kSoftmax}, "block-threshold");
+  expect_path({129, 512, 2, kBf16, kSoftmax}, "split-row");              // medium rows: unchanged
   expect_path({16, 512, 1}, "block-rank");    // E > 256, k = 1, sigmoid, up to 16 rows
   expect_path({17, 512, 1}, "split-row");
   expect_path({1, 512, 1, DType::kFloat32, kSoftmax}, "split-row");
@@ -299,8 +300,9 @@ TEST(TierTable, BlockThresholdPairs) {
   EXPECT_TRUE(pairs({128, 512, 8, DType::kFloat32, kSoftmax}));    // softmax k = 8
   EXPECT_TRUE(pairs({1, 385, 8, kBf16, kSoftmax}));                // from 385 experts
   EXPECT_FALSE(pairs({1, 384, 8, kBf16, kSoftmax}));
-  EXPECT_FALSE(pairs({1, 512, 4, kBf16, kSoftmax}));               // the split-row path's cell
-  EXPECT_TRUE(pairs({1, 512, 4, DType::kFloat32, kSoftmax}));      // fp32 softmax k = 3-4: the pairs
+  EXPECT_TRUE(pairs({1, 512, 4, kBf16, kSoftmax}));                // softmax k in [2, 4]: the pairs
+  EXPECT_TRUE(pairs({1, 512, 2, DType::kFloat32, kSoftmax}));
+  EXPECT_FALSE(pairs({129, 512, 2, kBf16, kSoftmax}));             // medium rows: the split-row path's
   EXPECT_FALSE(pairs({1, 512, 9}, {.force_path = 8}));             // forced, k > 8: one per thread
   EXPECT_TRUE(pairs({1030, 500, 2}, {.force_path = 8}));           // forced, within the rule
   EXPECT_FALSE(pairs({1030, 500, 2}));                             // not the path there

@@ -96,9 +96,9 @@ inline bool block_rank_preferred(const KernelParams& kp) {
 }
 
 // Where the block-threshold path runs (checked before the block-rank
-// path): E in (128, 512], k in [2, 8], up to kBlockRankMaxRows rows, but
-// with softmax above E = 384 at k <= 4 only fp32 k = 3-4; E in (64, 128] with sigmoid
-// and k in [2, 4]; at medium rows (kMediumRowsMax) fewer cells.
+// path): E in (128, 512], k in [2, 8], up to kBlockRankMaxRows rows; E in
+// (64, 128] with sigmoid and k in [2, 4]; at medium rows (kMediumRowsMax)
+// fewer cells.
 // Forced against the tier table before it on the H200 (2026-11-30,
 // T = 1 and 128, both dtypes and normalizations, E = 128 / 256 / 512,
 // k = 1 / 4 / 8): E = 512 k = 8 0.86-0.88x the time with sigmoid and
@@ -138,15 +138,14 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
     if (E > 256) return !kp.softmax && kp.topk > 4;
     return kp.topk >= (kp.softmax ? 4 : 2);
   }
-  if (kp.topk > 4) return kp.topk <= 8;
-  // Softmax above E = 384 with fp32 logits and k = 3-4 takes the pair
-  // kernel: 0.96-1.00x the split-row path's time at T = 1-128 in session
-  // 22's A/B (next/block-threshold-pairs-softmax-k3-4, H200), where 16-bit
-  // logits lost (1.01-1.05x) and k = 2 lost with both dtypes; again
-  // 0.97-0.99x in both rounds of an A/B against 55cf13a (2026-12-02, T = 1 /
-  // 16 / 128, E = 448 / 512).
-  const bool fp32_softmax_k3_4 = logit_bytes == 4 && kp.topk >= 3;
-  return kp.topk >= 2 && (!kp.softmax || E <= 384 || fp32_softmax_k3_4);
+  // k in [2, 4], softmax above E = 384 included: the pair kernel. On the
+  // H100 (the speed issue's GPU; 2026-12-05, forced paths, two rounds, T =
+  // 1 / 16 / 128, E = 512) it took 0.81-0.88x the split-row path's time
+  // with bf16 logits at k = 4 and 0.93-0.95x at k = 2 with both dtypes. On
+  // the H200 these cells had gone the other way (session 22: bf16 k = 3-4
+  // 1.01-1.05x, k = 2 lost with both dtypes; fp32 k = 3-4 0.96-1.00x, the
+  // only ones taken then), so the H100 decides.
+  return kp.topk >= 2 && kp.topk <= 8;
 }
 
 // Where the block-threshold path runs two experts per thread
@@ -164,8 +163,8 @@ inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_by
 }
 
 // Up to this many rows, E in (128, 512] takes the split-row path where the
-// block paths do not (k = 1; softmax above E = 384 with k <= 4): a block of
-// E / 64 warps per row shortens the dependent chain that bounds decode. On
+// block paths do not (k = 1): a block of E / 64 warps per row shortens
+// the dependent chain that bounds decode. On
 // the H200 it took 0.56-0.80x the register path's time at T <= 128 and
 // 1.12-1.18x at T = 1024 (docs/performance_log.md).
 constexpr std::int64_t kSplitRowMaxRows = 128;
