@@ -56,12 +56,49 @@ using BlockThresholdSoftmaxScratch = BlockSoftmaxScratch<W, (W >= kBlockThreshol
 // top k are candidates, so every slot is written. kPerThread: the
 // candidates a thread may hold (its experts), so that with more than 32
 // every thread ranks its own share.
+//
+// The usual case, n <= 32, is warp 0's alone and the end of the row's
+// chain, so it is written for latency: lane c reads the 32 candidate
+// slots as 16 broadcast 16-byte loads, all issued before the first
+// compare (slots past n hold stale keys and are predicated off), where a
+// loop over n waited on each group of four; the lane that ranks r < k
+// then writes output slot r itself, from its own key and score, and only
+// the scores go through shared memory, for the sum in slot order that
+// every path adds (the weights' bits are those of store_block_row_slot).
 template <int kThreads, int kPerThread>
 __device__ __forceinline__ void block_threshold_rank_and_store(const KernelParams& p, std::int64_t row, int k, int n,
                                                                int warp, int lane, int tid,
                                                                const std::uint64_t* cand_key, const float* cand_score,
                                                                std::int32_t* slot_expert, float* slot_score) {
-  auto write_slot = [&](int j) { store_block_row_slot(p, row, j, k, slot_expert, slot_score); };
+  if (n <= 32) {  // block-uniform; the usual case: no further block barrier
+    if (warp != 0) return;
+    static_assert(kThreads * kPerThread >= 32, "32 candidate slots to read");
+    const bool holds = lane < n;
+    const std::uint64_t mine = holds ? cand_key[lane] : 0u;
+    const float my_score = holds ? cand_score[lane] : 0.0f;
+    int above = 0;
+#pragma unroll
+    for (int j = 0; j < 32; j += 2) {
+      const ulonglong2 two = *reinterpret_cast<const ulonglong2*>(cand_key + j);  // 16-byte aligned: the caller's
+      above += j < n && two.x > mine ? 1 : 0;
+      above += j + 1 < n && two.y > mine ? 1 : 0;
+    }
+    const bool selected = holds && above < k;
+    if (selected) slot_score[above] = my_score;
+    __syncwarp();
+    if (selected) {
+      float selected_sum = 0.0f;  // slot order, as the rounds of the other paths add
+#pragma unroll
+      for (int r = 0; r < 8; ++r)
+        if (r < k) selected_sum += slot_score[r];
+      for (int r = 8; r < k; ++r) selected_sum += slot_score[r];
+      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+      store_slot(p, row, above, rm::routing_weight(my_score, denominator, p.route_scale),
+                 static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine)));
+    }
+    return;
+  }
+  // Many candidates (k > W, mass ties): every thread ranks its share.
   auto rank_candidate = [&](int c) {
     const std::uint64_t mine = cand_key[c];
     int above = 0;
@@ -72,25 +109,17 @@ __device__ __forceinline__ void block_threshold_rank_and_store(const KernelParam
       slot_score[above] = cand_score[c];
     }
   };
-  if (n <= 32) {  // block-uniform; the usual case: no further block barrier
-    if (warp == 0) {
-      if (lane < n) rank_candidate(lane);
-      __syncwarp();
-      if (lane < k) write_slot(lane);
-    }
-  } else {  // many candidates (k > W, mass ties): every thread ranks its share
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i)
-      if (tid + i * kThreads < n) rank_candidate(tid + i * kThreads);
-    __syncthreads();
-    if (tid < k) write_slot(tid);
-  }
+  for (int i = 0; i < kPerThread; ++i)
+    if (tid + i * kThreads < n) rank_candidate(tid + i * kThreads);
+  __syncthreads();
+  if (tid < k) store_block_row_slot(p, row, tid, k, slot_expert, slot_score);
 }
 
 template <typename T, int W, bool kSoftmax>
 __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const KernelParams p) {
   static_assert(W >= 1 && W <= kBlockRankMaxWarps, "block-threshold shape");
-  __shared__ std::uint64_t cand_key[W * 32];  // step 4's candidates, in arrival order
+  __shared__ alignas(16) std::uint64_t cand_key[W * 32];  // step 4's candidates, in arrival order
   __shared__ float cand_score[W * 32];
   __shared__ alignas(16) std::uint32_t warp_best[W];  // step 2; aligned for step 3 to read in 16-byte loads
   __shared__ int cand_count;
@@ -168,7 +197,7 @@ template <typename T, bool kSoftmax>
 __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const KernelParams p) {
   constexpr int W = 8, P = 2, kThreads = 32 * W;
   static_assert(kThreads >= kMaxTopK, "a thread per output slot");
-  __shared__ std::uint64_t cand_key[kThreads * P];  // step 4's candidates, in arrival order
+  __shared__ alignas(16) std::uint64_t cand_key[kThreads * P];  // step 4's candidates, in arrival order
   __shared__ float cand_score[kThreads * P];
   __shared__ alignas(16) std::uint32_t warp_best[W];
   __shared__ int cand_count;
