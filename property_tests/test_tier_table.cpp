@@ -246,7 +246,11 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({32769, 96, 8}), 1);
   EXPECT_EQ(lanes({12287, 96, 8}), 0);
   EXPECT_EQ(lanes({12288, 160, 1, kBf16, kSoftmax}), 2);            // E = 160: from 12288 rows
+  EXPECT_EQ(lanes({12287, 160, 8, kBf16}), 2);                       // ... 16-bit sigmoid from 8192
   EXPECT_EQ(lanes({12287, 160, 8}), 0);
+  EXPECT_EQ(lanes({8192, 96, 4, kBf16}), 2);
+  EXPECT_EQ(lanes({8192, 96, 1, kBf16}), 0);
+  EXPECT_EQ(lanes({8191, 160, 8, kBf16}), 0);
   EXPECT_EQ(lanes({12288, 224, 4}), 2);                              // E = 224: sigmoid only
   EXPECT_EQ(lanes({12288, 224, 4, DType::kFloat32, kSoftmax}), 0);
   EXPECT_EQ(lanes({16384, 224, 4, DType::kFloat32, kSoftmax}), 2);  // ... softmax's own rows from 16384

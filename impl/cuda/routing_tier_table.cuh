@@ -409,6 +409,10 @@ inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   if (E == 256 && kp.softmax && k >= 4 && !(logit_bytes == 4 && k > 4) && rows >= 16384 && rows < 32768) return 4;
   if (E == 96 && rows >= 12288 && rows <= 32768) return 2;
   if ((E == 160 || (E == 224 && !kp.softmax)) && rows >= 12288 && rows < 16384) return 2;
+  // 16-bit sigmoid from 8192 rows (session 39's sweep, two rounds: E = 96
+  // k >= 4 0.80-0.81x, E = 160 0.86-0.92x; fp32 and softmax lost there).
+  const bool narrow_sigmoid = logit_bytes == 2 && !kp.softmax;
+  if (narrow_sigmoid && rows >= 8192 && rows < 12288 && ((E == 96 && k >= 4) || E == 160)) return 2;
   return 0;
 }
 
