@@ -83,15 +83,26 @@ __device__ __forceinline__ BlockRowScore block_row_score(const KernelParams& p, 
   return {s[0], valid[0] ? rm::ordered_score(s[0] + in.b) + 1u : 0u};
 }
 
+// The weight of a selected score over the k slot scores in shared memory,
+// summed in slot order as the rounds of the other paths add (so every
+// path's weights have the same bits). The first 8 loads are unrolled so
+// that they issue together: this sum is on the row's critical path.
+__device__ __forceinline__ float slot_order_weight(const KernelParams& p, float score, const float* slot_score,
+                                                   int k) {
+  float selected_sum = 0.0f;
+#pragma unroll
+  for (int r = 0; r < 8; ++r)
+    if (r < k) selected_sum += slot_score[r];
+  for (int r = 8; r < k; ++r) selected_sum += slot_score[r];
+  const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
+  return rm::routing_weight(score, denominator, p.route_scale);
+}
+
 // Output slot j of a block-per-row path's row from the k slots in shared
-// memory: the weight over the slot-order sum, as the rounds of the other
-// paths add.
+// memory.
 __device__ __forceinline__ void store_block_row_slot(const KernelParams& p, std::int64_t row, int j, int k,
                                                      const std::int32_t* slot_expert, const float* slot_score) {
-  float selected_sum = 0.0f;
-  for (int r = 0; r < k; ++r) selected_sum += slot_score[r];
-  const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-  store_slot(p, row, j, rm::routing_weight(slot_score[j], denominator, p.route_scale), slot_expert[j]);
+  store_slot(p, row, j, slot_order_weight(p, slot_score[j], slot_score, k), slot_expert[j]);
 }
 
 template <typename T, int W, bool kSoftmax>  // kSoftmax: one kernel per normalization, as the register path

@@ -64,7 +64,7 @@ using BlockThresholdSoftmaxScratch = BlockSoftmaxScratch<W, (W >= kBlockThreshol
 // loop over n waited on each group of four; the lane that ranks r < k
 // then writes output slot r itself, from its own key and score, and only
 // the scores go through shared memory, for the sum in slot order that
-// every path adds (the weights' bits are those of store_block_row_slot).
+// every path adds (slot_order_weight).
 template <int kThreads, int kPerThread>
 __device__ __forceinline__ void block_threshold_rank_and_store(const KernelParams& p, std::int64_t row, int k, int n,
                                                                int warp, int lane, int tid,
@@ -86,16 +86,9 @@ __device__ __forceinline__ void block_threshold_rank_and_store(const KernelParam
     const bool selected = holds && above < k;
     if (selected) slot_score[above] = my_score;
     __syncwarp();
-    if (selected) {
-      float selected_sum = 0.0f;  // slot order, as the rounds of the other paths add
-#pragma unroll
-      for (int r = 0; r < 8; ++r)
-        if (r < k) selected_sum += slot_score[r];
-      for (int r = 8; r < k; ++r) selected_sum += slot_score[r];
-      const float denominator = rm::weight_denominator(selected_sum, p.has_eps, p.eps);
-      store_slot(p, row, above, rm::routing_weight(my_score, denominator, p.route_scale),
+    if (selected)
+      store_slot(p, row, above, slot_order_weight(p, my_score, slot_score, k),
                  static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine)));
-    }
     return;
   }
   // Many candidates (k > W, mass ties): every thread ranks its share.

@@ -164,9 +164,9 @@ inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_by
 
 // Up to this many rows, E in (128, 512] takes the split-row path where the
 // block paths do not (k = 1): a block of E / 64 warps per row shortens
-// the dependent chain that bounds decode. On
-// the H200 it took 0.56-0.80x the register path's time at T <= 128 and
-// 1.12-1.18x at T = 1024 (docs/performance_log.md).
+// the dependent chain that bounds decode. On the H200 it took 0.56-0.80x
+// the register path's time at T <= 128 and 1.12-1.18x at T = 1024
+// (docs/performance_log.md).
 constexpr std::int64_t kSplitRowMaxRows = 128;
 
 // Where the register path tries threshold selection first (one warp per
