@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -41,6 +42,7 @@ struct FuzzSettings {
   std::string out_dir = "fuzz-failures";
   std::string json_path;
   int max_failures = 5;
+  double progress_seconds = 60;  // a line this often when stderr is not a terminal; 0: none
 };
 
 int run_fuzz(const FuzzSettings& s) {
@@ -54,7 +56,7 @@ int run_fuzz(const FuzzSettings& s) {
   // but does not gate: it fails the contract by design. Named alone, it gates.
   auto gates = [&](const harness::Implementation& impl) { return s.impl != "all" || !impl.is_baseline(); };
   std::int64_t done = 0, failures = 0, baseline_failures = 0, near_ties = 0, tokens = 0;
-  double last_progress = -1;
+  double last_progress = -1, last_progress_line = 0;
   std::vector<nlohmann::json> failed;
   for (std::int64_t n = 0; s.cases > 0 ? n < s.cases : elapsed() < s.seconds; ++n) {
     const harness::CaseConfig cfg = harness::random_config(rng, {s.max_tokens, s.max_experts});
@@ -91,6 +93,14 @@ int run_fuzz(const FuzzSettings& s) {
       last_progress = elapsed();
       fmt::print(stderr, "\rfuzz: {} cases, {:.0f}/s, {} failures, {} near-tie tokens   ", done, done / std::max(elapsed(), 1e-9),
                  failures, near_ties);
+    } else if (!tty && s.progress_seconds > 0 && elapsed() - last_progress_line >= s.progress_seconds) {
+      // Logs of long runs (CI, nohup, a device script) get a plain line
+      // now and then instead of the terminal's rewritten one.
+      last_progress_line = elapsed();
+      const std::string where = s.cases > 0 ? fmt::format("{} of {} cases", done, s.cases)
+                                            : fmt::format("{:.0f} of {:.0f} s, {} cases", elapsed(), s.seconds, done);
+      fmt::print(stderr, "fuzz: {}, {} tokens, {} failures, {} near-tie tokens (seed {})\n", where, tokens, failures,
+                 near_ties, s.seed);
     }
   }
   if (tty) fmt::print(stderr, "\n");
@@ -179,6 +189,16 @@ void add_fuzz_commands(CLI::App& app, int& exit_code) {
   fuzz->add_option("--out-dir", fs->out_dir, "where shrunk failing cases are saved");
   fuzz->add_option("--json", fs->json_path, "write a JSON summary here");
   fuzz->add_option("--max-failures", fs->max_failures, "failures shrunk and saved before the rest are only counted");
+  fuzz->add_option("--progress-seconds", fs->progress_seconds,
+                   "when stderr is not a terminal, a progress line this often (0: none)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            char* end = nullptr;
+            const double x = std::strtod(v.c_str(), &end);
+            const bool ok = !v.empty() && end == v.c_str() + v.size() && x >= 0;
+            return ok ? std::string() : "must be 0 (no lines) or more seconds, got '" + v + "'";
+          },
+          "SECONDS >= 0"));
   fuzz->callback([fs, &exit_code] { exit_code = run_fuzz(*fs); });
 
   auto replay_files = std::make_shared<std::vector<std::string>>();
