@@ -265,17 +265,24 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_multi_kernel(con
     }
     bool is_cand[P];
     unsigned cand_mask[P];
-    int offset[P];  // where register i's candidates start in the warp's run
-    int total = 0;
+    unsigned any_cand = 0u;
 #pragma unroll
     for (int i = 0; i < P; ++i) {
       is_cand[i] = ord[i] != 0u && maxima_above[i] < k;
       cand_mask[i] = __ballot_sync(0xFFFFFFFFu, is_cand[i]);
+      any_cand |= cand_mask[i];
+    }
+    // Tested on the masks, not on a count, so that the counts are made
+    // only in lane 0's branch (the pair kernel's code before the merge).
+    int offset[P];  // where register i's candidates start in the warp's run
+    int total = 0;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
       offset[i] = total;
       total += __popc(cand_mask[i]);
     }
     int base = 0;
-    if (lane == 0 && total != 0) base = atomicAdd(&cand_count, total);
+    if (lane == 0 && any_cand != 0u) base = atomicAdd(&cand_count, total);
     base = __shfl_sync(0xFFFFFFFFu, base, 0);
 #pragma unroll
     for (int i = 0; i < P; ++i) {
