@@ -294,7 +294,7 @@ TEST(TierTable, EstimatedSelection) {
 TEST(TierTable, BlockThresholdPairs) {
   auto pairs = [](const Call& c, const cuda::LaunchOptions& options = {}) {
     const RoutingParams p = params_of(c);
-    return cuda::block_threshold_pairs(p, options);
+    return cuda::block_threshold_pair_warps(p, options) == 8;
   };
   EXPECT_TRUE(pairs({1, 512, 4}));                                 // fp32 sigmoid k <= 4
   EXPECT_FALSE(pairs({1, 512, 8}));                                // ... not k > 4 up to 128 rows
@@ -310,6 +310,24 @@ TEST(TierTable, BlockThresholdPairs) {
   EXPECT_FALSE(pairs({1, 512, 9}, {.force_path = 8}));             // forced, k > 8: one per thread
   EXPECT_TRUE(pairs({1030, 500, 2}, {.force_path = 8}));           // forced, within the rule
   EXPECT_FALSE(pairs({1030, 500, 2}));                             // not the path there
+}
+
+// And on 4 warps: 16-bit logits at E in (128, 256], k <= 8, where the
+// block-threshold path runs; fp32 keeps one expert per thread.
+TEST(TierTable, BlockThresholdPairsOnFourWarps) {
+  auto warps = [](const Call& c, const cuda::LaunchOptions& options = {}) {
+    const RoutingParams p = params_of(c);
+    return cuda::block_threshold_pair_warps(p, options);
+  };
+  EXPECT_EQ(warps({1, 256, 8, kBf16, kSoftmax}), 4);
+  EXPECT_EQ(warps({16, 256, 2, kBf16}), 4);
+  EXPECT_EQ(warps({1, 160, 4, DType::kFloat16, kSoftmax}), 4);     // fp16 follows bf16
+  EXPECT_EQ(warps({1, 129, 4, kBf16, kSoftmax}), 4);               // from 129 experts
+  EXPECT_EQ(warps({1, 256, 8, DType::kFloat32, kSoftmax}), 0);     // fp32: one per thread
+  EXPECT_EQ(warps({1, 257, 8, kBf16, kSoftmax}), 0);               // past 256: one per thread
+  EXPECT_EQ(warps({1, 256, 9, kBf16}, {.force_path = 8}), 0);      // forced, k > 8: one per thread
+  EXPECT_EQ(warps({1, 512, 8, kBf16}), 8);                         // E in (384, 512]: 8 warps
+  EXPECT_EQ(warps({65536, 256, 8, kBf16}), 0);                     // not the path there
 }
 
 TEST(TierTable, ThresholdSelection) {

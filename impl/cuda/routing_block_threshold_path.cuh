@@ -2,8 +2,8 @@
 // (block_threshold_preferred in routing_tier_table.cuh says where it
 // runs): one block of W = E / 32 warps (rounded up) owns a row, one expert
 // per thread, as in the block-rank path, but no warp ranks its experts
-// (for E in (384, 512], mostly, 8 warps of two experts per thread:
-// route_block_threshold_pair_kernel below).
+// (for E in (384, 512], and for 16-bit logits at E in (128, 256], two
+// experts per thread: route_block_threshold_multi_kernel below).
 // The block-rank path's per-warp ranking (32 shuffles in each of W warps)
 // is what made it lose at E = 512, where 16 warps share four schedulers;
 // here each warp contributes one reduction:
@@ -178,21 +178,28 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
   }
 }
 
-// The block-threshold path with two experts per thread, for E in (384,
-// 512]: 8 warps instead of 16, whose instructions four schedulers share.
-// Thread t holds experts t and t + 256 (each of the two loads of a warp
-// one coalesced run), and step 3's groups are the warps' 64 experts; with
-// k <= 8 groups every step above holds as written. Kept apart from the
-// kernel above rather than a template parameter of it: the shared form
-// made that kernel's rows 1-5% slower at E = 256 (H200, A/B, two rounds)
-// without a line of its path changing.
-template <typename T, bool kSoftmax>
-__global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const KernelParams p) {
-  constexpr int W = 8, P = 2, kThreads = 32 * W;
+// The block-threshold path with P experts per thread on W warps. Thread t
+// holds experts t + i * 32W (each of a warp's P loads one coalesced run).
+// Step 2's groups are each warp's G registers' experts (G = 1: the warp's
+// 32P experts; G = P: 32 each), so tau is the k-th largest of W * G group
+// maxima; with k <= W * G every step above holds as written (past it,
+// every expert qualifies). Two forms run (routing_tier_table.cuh,
+// block_threshold_pair_warps_preferred): 8 warps of two experts, G = 1, for E in (384,
+// 512], where 16 warps of one expert share four schedulers; and 4 warps of
+// two, G = 2, for 16-bit logits at E in (128, 256], whose one-expert
+// threads each load two bytes. Kept apart from the kernel above rather
+// than a template parameter of it: the shared form made that kernel's
+// rows 1-5% slower at E = 256 (H200, A/B, two rounds) without a line of
+// its path changing. 4 warps of four experts at E = 512 took 1.08-1.23x
+// the 8-warp form's time (H100, session 41).
+template <typename T, int W, int P, int G, bool kSoftmax>
+__global__ void __launch_bounds__(32 * W) route_block_threshold_multi_kernel(const KernelParams p) {
+  constexpr int kThreads = 32 * W, kGroups = W * G;
   static_assert(kThreads >= kMaxTopK, "a thread per output slot");
+  static_assert(G == 1 || G == P, "a group is a warp or one register of a warp");
   __shared__ alignas(16) std::uint64_t cand_key[kThreads * P];  // step 4's candidates, in arrival order
   __shared__ float cand_score[kThreads * P];
-  __shared__ alignas(16) std::uint32_t warp_best[W];
+  __shared__ alignas(16) std::uint32_t group_best[kGroups];
   __shared__ int cand_count;
   __shared__ std::int32_t slot_expert[kMaxTopK];
   __shared__ float slot_score[kMaxTopK];
@@ -205,7 +212,9 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
   const int warp = tid / 32;
   const int k = p.topk;
   const auto expert_of = [tid](int i) { return tid + i * kThreads; };  // the thread's i-th expert
-  const bool valid[P] = {expert_of(0) < p.num_experts, expert_of(1) < p.num_experts};
+  bool valid[P];
+#pragma unroll
+  for (int i = 0; i < P; ++i) valid[i] = expert_of(i) < p.num_experts;
 
   for (std::int64_t row = blockIdx.x; row < p.num_tokens; row += gridDim.x) {
     if (row == blockIdx.x) pdl_wait_then_trigger(p.trigger_first);
@@ -230,35 +239,55 @@ __global__ void __launch_bounds__(256) route_block_threshold_pair_kernel(const K
 #pragma unroll
     for (int i = 0; i < P; ++i) ord[i] = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
 
-    // ---- 2. each warp's largest key -------------------------------------------
-    const std::uint32_t best = group_max_u32<32>(ord[0] > ord[1] ? ord[0] : ord[1]);
-    if (lane == 0) warp_best[warp] = best;
+    // ---- 2. each group's largest key ------------------------------------------
+    if constexpr (G == 1) {
+      std::uint32_t mine = ord[0];
+#pragma unroll
+      for (int i = 1; i < P; ++i) mine = ord[i] > mine ? ord[i] : mine;
+      const std::uint32_t best = group_max_u32<32>(mine);
+      if (lane == 0) group_best[warp] = best;
+    } else {
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        const std::uint32_t best = group_max_u32<32>(ord[i]);
+        if (lane == 0) group_best[warp * G + i] = best;
+      }
+    }
     __syncthreads();
 
     // ---- 3 and 4. the candidates: keys with fewer than k maxima above -----
     int maxima_above[P] = {};
 #pragma unroll
-    for (int w = 0; w < W; ++w) {
-      const std::uint32_t m = warp_best[w];
+    for (int g = 0; g < kGroups; ++g) {
+      const std::uint32_t m = group_best[g];
 #pragma unroll
       for (int i = 0; i < P; ++i) maxima_above[i] += m > ord[i] ? 1 : 0;
     }
     bool is_cand[P];
     unsigned cand_mask[P];
+    unsigned any_cand = 0u;
 #pragma unroll
     for (int i = 0; i < P; ++i) {
       is_cand[i] = ord[i] != 0u && maxima_above[i] < k;
       cand_mask[i] = __ballot_sync(0xFFFFFFFFu, is_cand[i]);
+      any_cand |= cand_mask[i];
     }
-    const int first_count = __popc(cand_mask[0]);
+    // Tested on the masks, not on a count, so that the counts are made
+    // only in lane 0's branch (the pair kernel's code before the merge).
+    int offset[P];  // where register i's candidates start in the warp's run
+    int total = 0;
+#pragma unroll
+    for (int i = 0; i < P; ++i) {
+      offset[i] = total;
+      total += __popc(cand_mask[i]);
+    }
     int base = 0;
-    if (lane == 0 && (cand_mask[0] | cand_mask[1]) != 0u)
-      base = atomicAdd(&cand_count, first_count + __popc(cand_mask[1]));
+    if (lane == 0 && any_cand != 0u) base = atomicAdd(&cand_count, total);
     base = __shfl_sync(0xFFFFFFFFu, base, 0);
 #pragma unroll
     for (int i = 0; i < P; ++i) {
       if (is_cand[i]) {
-        const int at = base + (i == 0 ? 0 : first_count) + __popc(cand_mask[i] & ((1u << lane) - 1u));
+        const int at = base + offset[i] + __popc(cand_mask[i] & ((1u << lane) - 1u));
         cand_key[at] = block_rank_key(ord[i], static_cast<std::uint32_t>(expert_of(i)));
         cand_score[at] = s[i];
       }

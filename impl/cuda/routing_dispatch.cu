@@ -262,12 +262,12 @@ int thread_row_blocks_per_sm(const RoutingParams& p, int sm_count, const LaunchO
                                       thread_row_grid(p.num_tokens, lanes), sm_count);
 }
 
-bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options) {
+int block_threshold_pair_warps(const RoutingParams& p, const LaunchOptions& options) {
   check_launch(p, options);
   const KernelParams kp = to_kernel_params(p);
   const int logit_bytes = static_cast<int>(dtype_size(p.logits_dtype));
-  return choose_path(kp, options, logit_bytes) == RoutingPath::kBlockThreshold &&
-         block_threshold_pairs_preferred(kp, logit_bytes);
+  if (choose_path(kp, options, logit_bytes) != RoutingPath::kBlockThreshold) return 0;
+  return block_threshold_pair_warps_preferred(kp, logit_bytes);
 }
 
 bool slot_vector_stores(const RoutingParams& p) {

@@ -175,11 +175,11 @@ bool estimated_selection_preferred(const RoutingParams& p, const LaunchOptions& 
 // not take the call. Host only, like chosen_path.
 bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& options = {});
 
-// Whether `p` runs the block-threshold path (chosen or forced) on its
-// kernel of 8 warps with two experts per thread rather than one expert per
-// thread (block_threshold_pairs_preferred in routing_tier_table.cuh).
-// Host only, like chosen_path.
-bool block_threshold_pairs(const RoutingParams& p, const LaunchOptions& options = {});
+// The warps of the block-threshold path's two-experts-per-thread kernel
+// where `p` runs that path (chosen or forced) on it: 8 or 4; 0 where it
+// runs one expert per thread, or another path (routing_tier_table.cuh,
+// block_threshold_pair_warps_preferred). Host only, like chosen_path.
+int block_threshold_pair_warps(const RoutingParams& p, const LaunchOptions& options = {});
 
 // The register path's tier for `p` (routing_tier_table.cuh,
 // choose_register_tier), where chosen_path says the register path runs.

@@ -346,13 +346,18 @@ cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool 
   });
 }
 
-// pairs: the 8-warp kernel of two experts per thread (the tier table's
-// block_threshold_pairs_preferred), else one expert per thread.
+// pair_warps: 8 or 4, the kernel of two experts per thread on that many
+// warps (the tier table's block_threshold_pair_warps_preferred); 0, one
+// expert per thread.
 template <typename T>
-cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl, bool pairs) {
-  if (pairs)
-    return launch_block_per_row<route_block_threshold_pair_kernel<T, false>, route_block_threshold_pair_kernel<T, true>,
-                                8>(kp, stream, pdl);
+cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl, int pair_warps) {
+  if (pair_warps == 8)
+    return launch_block_per_row<route_block_threshold_multi_kernel<T, 8, 2, 1, false>,
+                                route_block_threshold_multi_kernel<T, 8, 2, 1, true>, 8>(kp, stream, pdl);
+  if (pair_warps == 4)
+    return launch_block_per_row<route_block_threshold_multi_kernel<T, 4, 2, 2, false>,
+                                route_block_threshold_multi_kernel<T, 4, 2, 2, true>, 4>(kp, stream, pdl);
+  if (pair_warps != 0) return cudaErrorInvalidValue;  // the tier table gives 0, 4 or 8
   return with_block_row_warps(kp.num_experts, [&](auto w) {
     constexpr int W = decltype(w)::value;
     return launch_block_per_row<route_block_threshold_kernel<T, W, false>, route_block_threshold_kernel<T, W, true>,

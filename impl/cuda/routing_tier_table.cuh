@@ -162,6 +162,21 @@ inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_by
   return kp.softmax || kp.topk <= 4 || logit_bytes != 4 || kp.num_tokens > 128;
 }
 
+// The warps of the block-threshold path's two-experts-per-thread kernel
+// (route_block_threshold_multi_kernel), 0 for its one-expert kernel: 8
+// where block_threshold_pairs_preferred says, 4 for 16-bit logits at E in
+// (128, 256] with k <= 8 (the kernel's 8 groups). H100, against one
+// expert on each of 8 warps (candidates, three rounds, T = 1 / 16 / 128 /
+// 256, E = 160 / 256, k = 2 / 4 / 8, both normalizations): bf16
+// 0.91-0.99x the time (0.91-0.94x at 256 rows, sigmoid E = 256 k = 2 at
+// 16 rows 1.72 -> 1.62 us); fp32 0.98-1.03x, so fp32 keeps one expert a
+// thread. fp16 logits follow bf16 (not timed).
+inline int block_threshold_pair_warps_preferred(const KernelParams& kp, int logit_bytes) {
+  if (block_threshold_pairs_preferred(kp, logit_bytes)) return 8;
+  const bool narrow_pairs = logit_bytes != 4 && kp.num_experts > 128 && kp.num_experts <= 256 && kp.topk <= 8;
+  return narrow_pairs ? 4 : 0;
+}
+
 // Up to this many rows, E in (128, 512] takes the split-row path where the
 // block paths do not (k = 1): a block of E / 64 warps per row shortens
 // the dependent chain that bounds decode. On the H200 it took 0.56-0.80x
@@ -674,7 +689,7 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
     case RoutingPath::kThreadRow:
       return launch_thread_row_instance<T>(kp, stream, pdl, thread_row_launch_lanes(kp, options, sizeof(T)));
     case RoutingPath::kBlockThreshold:
-      return launch_block_threshold_instance<T>(kp, stream, pdl, block_threshold_pairs_preferred(kp, sizeof(T)));
+      return launch_block_threshold_instance<T>(kp, stream, pdl, block_threshold_pair_warps_preferred(kp, sizeof(T)));
     case RoutingPath::kBlockRank: return launch_block_rank_instance<T>(kp, stream, pdl);
     case RoutingPath::kSplitRow: return launch_split_row_instance<T>(kp, stream, pdl);
     case RoutingPath::kShared: return launch_shared_instance<T>(kp, stream, pdl);
