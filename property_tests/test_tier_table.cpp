@@ -76,20 +76,24 @@ TEST(TierTable, DecodeCells) {
 }
 
 // The block-threshold path's candidates are the experts with fewer than k
-// of the 32-expert groups' maxima above them: with k above the number of
-// groups holding experts, that is every expert, so those calls go elsewhere.
+// of the groups' maxima above them: with k above the number of groups
+// holding experts, that is every expert. The one-expert kernel's groups are
+// warps (ceil(E / 32)); up to 128 rows at E in (128, 256] the 4-warp form's
+// 8 half-warp groups take k up to 8; elsewhere those calls go to other paths.
 TEST(TierTable, BlockThresholdNeedsKGroups) {
   expect_path({1, 192, 6}, "block-threshold");  // 6 groups, k = 6
-  expect_path({1, 192, 7}, "split-row");        // sigmoid: split-row up to 256 rows
+  expect_path({1, 192, 7}, "block-threshold");  // 8 half-warp groups
   expect_path({1, 160, 5, kBf16, kSoftmax}, "block-threshold");
-  expect_path({1, 160, 6, kBf16, kSoftmax}, "block-rank");  // softmax: block-rank up to 128 rows
-  expect_path({128, 224, 8, DType::kFloat32, kSoftmax}, "block-rank");
-  expect_path({16, 224, 8}, "split-row");        // 7 groups
-  expect_path({16, 225, 8}, "block-threshold");  // 8 groups, the last with one expert
+  expect_path({1, 160, 6, kBf16, kSoftmax}, "block-threshold");
+  expect_path({128, 224, 8, DType::kFloat32, kSoftmax}, "block-threshold");
+  expect_path({16, 224, 8}, "block-threshold");
+  expect_path({16, 225, 8}, "block-threshold");
   expect_path({128, 96, 3}, "block-threshold");  // 3 groups
   expect_path({128, 96, 4}, "block-rank");       // E <= 128: the block-rank path
+  expect_path({128, 128, 8}, "block-rank");
   expect_path({256, 192, 8}, "split-row");       // medium rows, either normalization
   expect_path({129, 160, 6, kBf16, kSoftmax}, "split-row");
+  expect_path({129, 192, 7}, "split-row");
   expect_path({257, 192, 8}, "register");
 }
 
@@ -324,6 +328,10 @@ TEST(TierTable, BlockThresholdPairsOnFourWarps) {
   EXPECT_EQ(warps({1, 160, 4, DType::kFloat16, kSoftmax}), 4);     // fp16 follows bf16
   EXPECT_EQ(warps({1, 129, 4, kBf16, kSoftmax}), 4);               // from 129 experts
   EXPECT_EQ(warps({1, 256, 8, DType::kFloat32, kSoftmax}), 0);     // fp32: one per thread
+  EXPECT_EQ(warps({1, 192, 6, DType::kFloat32, kSoftmax}), 0);     // ... where the warps cover k
+  EXPECT_EQ(warps({1, 192, 7, DType::kFloat32, kSoftmax}), 4);     // ... else the half-warp groups
+  EXPECT_EQ(warps({128, 160, 8}), 4);
+  EXPECT_EQ(warps({129, 160, 8}), 0);                              // not the path past 128 rows
   EXPECT_EQ(warps({1, 257, 8, kBf16, kSoftmax}), 0);               // past 256: one per thread
   EXPECT_EQ(warps({1, 256, 9, kBf16}, {.force_path = 8}), 0);      // forced, k > 8: one per thread
   EXPECT_EQ(warps({1, 512, 8, kBf16}), 8);                         // E in (384, 512]: 8 warps

@@ -180,23 +180,30 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
 
 // The block-threshold path with P experts per thread on W warps. Thread t
 // holds experts t + i * 32W (each of a warp's P loads one coalesced run).
-// Step 2's groups are each warp's G registers' experts (G = 1: the warp's
-// 32P experts; G = P: 32 each), so tau is the k-th largest of W * G group
-// maxima; with k <= W * G every step above holds as written (past it,
-// every expert qualifies). Two forms run (routing_tier_table.cuh,
-// block_threshold_pair_warps_preferred): 8 warps of two experts, G = 1, for E in (384,
-// 512], where 16 warps of one expert share four schedulers; and 4 warps of
-// two, G = 2, for 16-bit logits at E in (128, 256], whose one-expert
-// threads each load two bytes. Kept apart from the kernel above rather
-// than a template parameter of it: the shared form made that kernel's
-// rows 1-5% slower at E = 256 (H200, A/B, two rounds) without a line of
-// its path changing. 4 warps of four experts at E = 512 took 1.08-1.23x
-// the 8-warp form's time (H100, session 41).
+// Step 2's groups are the warp's lanes split into G runs of 32 / G lanes,
+// each over all P registers (G = 1: the warp's 32P experts; G = 2:
+// half-warps of 16P experts), so tau is the k-th largest of W * G group
+// maxima; with k no more than the groups that hold experts every step
+// above holds as written (past it, every expert qualifies). Groups of lanes
+// rather than of registers keep every group non-empty where the second
+// register is empty for most threads: at E in (128, 256] on 4 warps all 8
+// half-warps hold experts of the first register, where only ceil(E / 32)
+// of the 8 register groups did, so k = 6-8 at E = 160-224 stays here
+// instead of ranking all E experts elsewhere. Two forms run
+// (routing_tier_table.cuh, block_threshold_pair_warps_preferred): 8 warps
+// of two experts, G = 1, for E in (384, 512], where 16 warps of one expert
+// share four schedulers; and 4 warps of two, G = 2, at E in (128, 256] for
+// 16-bit logits, whose one-expert threads each load two bytes, and for k
+// above ceil(E / 32). Kept apart from the kernel above rather than a
+// template parameter of it: the shared form made that kernel's rows 1-5%
+// slower at E = 256 (H200, A/B, two rounds) without a line of its path
+// changing. 4 warps of four experts at E = 512 took 1.08-1.23x the 8-warp
+// form's time (H100, session 41).
 template <typename T, int W, int P, int G, bool kSoftmax>
 __global__ void __launch_bounds__(32 * W) route_block_threshold_multi_kernel(const KernelParams p) {
   constexpr int kThreads = 32 * W, kGroups = W * G;
   static_assert(kThreads >= kMaxTopK, "a thread per output slot");
-  static_assert(G == 1 || G == P, "a group is a warp or one register of a warp");
+  static_assert(G == 1 || G == 2, "a group is a warp or a half-warp");
   __shared__ alignas(16) std::uint64_t cand_key[kThreads * P];  // step 4's candidates, in arrival order
   __shared__ float cand_score[kThreads * P];
   __shared__ alignas(16) std::uint32_t group_best[kGroups];
@@ -240,17 +247,21 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_multi_kernel(con
     for (int i = 0; i < P; ++i) ord[i] = valid[i] ? rm::ordered_score(s[i] + b[i]) + 1u : 0u;
 
     // ---- 2. each group's largest key ------------------------------------------
-    if constexpr (G == 1) {
-      std::uint32_t mine = ord[0];
+    std::uint32_t mine = ord[0];
 #pragma unroll
-      for (int i = 1; i < P; ++i) mine = ord[i] > mine ? ord[i] : mine;
+    for (int i = 1; i < P; ++i) mine = ord[i] > mine ? ord[i] : mine;
+    if constexpr (G == 1) {
       const std::uint32_t best = group_max_u32<32>(mine);
       if (lane == 0) group_best[warp] = best;
     } else {
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        const std::uint32_t best = group_max_u32<32>(ord[i]);
-        if (lane == 0) group_best[warp * G + i] = best;
+      // Both halves' maxima from two independent full-warp redux.sync, each
+      // seeing the other half's keys as 0 (no key): no shuffle chain.
+      const bool upper = lane >= 16;
+      const std::uint32_t lower_best = group_max_u32<32>(upper ? 0u : mine);
+      const std::uint32_t upper_best = group_max_u32<32>(upper ? mine : 0u);
+      if (lane == 0) {
+        group_best[warp * 2] = lower_best;
+        group_best[warp * 2 + 1] = upper_best;
       }
     }
     __syncthreads();

@@ -80,6 +80,16 @@ inline bool medium_rows(const KernelParams& kp) {
 // at 160-256 rows; softmax at T <= 128 0.97-1.06x (fp32 lost), so left.
 inline bool k_exceeds_groups(const KernelParams& kp) { return kp.topk > (kp.num_experts + 31) / 32; }
 
+// Where the block-threshold path's 4-warp two-experts form has a group for
+// each of k <= 8: at E in (128, 256] all 8 of its half-warp groups hold
+// experts (route_block_threshold_multi_kernel), so k = 6-8 at E = 160-224,
+// which k_exceeds_groups sends elsewhere for the one-expert kernel, is a
+// threshold selection there. Up to kBlockRankMaxRows rows (measured there;
+// block_threshold_preferred).
+inline bool half_warp_groups_cover_k(const KernelParams& kp) {
+  return kp.num_experts > 128 && kp.num_experts <= 256 && kp.topk <= 8 && kp.num_tokens <= kBlockRankMaxRows;
+}
+
 inline bool block_rank_preferred(const KernelParams& kp) {
   const int E = kp.num_experts;
   if (E > 128 && k_exceeds_groups(kp) && !kp.softmax) return false;  // the split-row path's (above)
@@ -124,7 +134,7 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
   // at k = 6-8, E = 65-96 at k = 3-4) makes every expert a candidate, and
   // the block then ranks all E of them: E = 192 k = 8 took 4.2-5.2 us at one
   // row (H200, 2026-12-01), where the other cells of its size take 2.
-  if (k_exceeds_groups(kp)) return false;
+  if (k_exceeds_groups(kp) && !half_warp_groups_cover_k(kp)) return false;
   // Past 128 rows E <= 128 keeps k = 4 (and k = 3 with fp32 logits): k = 2
   // lost in the A/B (kMediumRowsMax); k = 3 fp32 sigmoid took 0.92-0.97x
   // the register path's time at 192-512 rows (H200, A/B of two rounds,
@@ -173,7 +183,8 @@ inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_by
 // thread. fp16 logits follow bf16 (not timed).
 inline int block_threshold_pair_warps_preferred(const KernelParams& kp, int logit_bytes) {
   if (block_threshold_pairs_preferred(kp, logit_bytes)) return 8;
-  const bool narrow_pairs = logit_bytes != 4 && kp.num_experts > 128 && kp.num_experts <= 256 && kp.topk <= 8;
+  const bool narrow_pairs = kp.num_experts > 128 && kp.num_experts <= 256 && kp.topk <= 8 &&
+                            (logit_bytes != 4 || k_exceeds_groups(kp));
   return narrow_pairs ? 4 : 0;
 }
 
