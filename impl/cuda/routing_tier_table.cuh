@@ -78,16 +78,24 @@ inline bool medium_rows(const KernelParams& kp) {
 // 160 / 192 / 224, k = 6 / 8, both dtypes, two rounds (H200, 2026-12-01):
 // sigmoid 0.88-0.97x the time at T <= 128, sigmoid and softmax 0.91-0.97x
 // at 160-256 rows; softmax at T <= 128 0.97-1.06x (fp32 lost), so left.
+// Up to 128 rows the block-threshold path's 4-warp form has since taken
+// most of these calls (half_warp_groups_cover_k).
 inline bool k_exceeds_groups(const KernelParams& kp) { return kp.topk > (kp.num_experts + 31) / 32; }
 
-// Where the block-threshold path's 4-warp two-experts form has a group for
-// each of k <= 8: at E in (128, 256] all 8 of its half-warp groups hold
-// experts (route_block_threshold_multi_kernel), so k = 6-8 at E = 160-224,
-// which k_exceeds_groups sends elsewhere for the one-expert kernel, is a
-// threshold selection there. Up to kBlockRankMaxRows rows (measured there;
-// block_threshold_preferred).
+// Where the block-threshold path's 4-warp two-experts form takes k above
+// ceil(E / 32) (k_exceeds_groups): at E in (128, 256] all 8 of its
+// half-warp groups hold experts (route_block_threshold_multi_kernel), so k
+// up to 8 is a threshold selection there. H100, A/B against the table
+// before it (two rounds, T = 1 / 16 / 128, E = 160 / 192 / 224 / 256, k =
+// 2 / 6 / 8, both dtypes and normalizations): E = 160 k = 6-8 0.74-0.89x
+// the time (2.07-2.39 us -> 1.56-2.00), E = 192 k = 8 0.74-0.97x, E = 224
+// k = 8 sigmoid 0.93-0.97x; E = 224 k = 8 softmax lost (1.00-1.05x: more
+// rows with over 32 candidates, each then ranked by every thread), so
+// softmax keeps the block-rank path above E = 192. Up to kBlockRankMaxRows
+// rows, where it was measured.
 inline bool half_warp_groups_cover_k(const KernelParams& kp) {
-  return kp.num_experts > 128 && kp.num_experts <= 256 && kp.topk <= 8 && kp.num_tokens <= kBlockRankMaxRows;
+  const bool experts_ok = kp.num_experts > 128 && (kp.num_experts <= 192 || (kp.num_experts <= 256 && !kp.softmax));
+  return experts_ok && kp.topk <= 8 && kp.num_tokens <= kBlockRankMaxRows;
 }
 
 inline bool block_rank_preferred(const KernelParams& kp) {
@@ -175,7 +183,8 @@ inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_by
 // The warps of the block-threshold path's two-experts-per-thread kernel
 // (route_block_threshold_multi_kernel), 0 for its one-expert kernel: 8
 // where block_threshold_pairs_preferred says, 4 for 16-bit logits at E in
-// (128, 256] with k <= 8 (the kernel's 8 groups). H100, against one
+// (128, 256] with k <= 8 (the kernel's 8 groups), and for fp32 there where
+// k exceeds the one-expert kernel's groups (half_warp_groups_cover_k). H100, against one
 // expert on each of 8 warps (candidates, three rounds, T = 1 / 16 / 128 /
 // 256, E = 160 / 256, k = 2 / 4 / 8, both normalizations): bf16
 // 0.91-0.99x the time (0.91-0.94x at 256 rows, sigmoid E = 256 k = 2 at

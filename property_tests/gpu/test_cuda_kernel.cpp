@@ -476,6 +476,40 @@ TEST(CudaKernel, BlockThresholdPathEqualsTheOtherPaths) {
                                    {1, 2, 4, 8, 9, 16, 17, 33, 64}, {1, 3, 1030});
 }
 
+// The block-threshold path's 4-warp form (two experts a thread, 8 half-warp
+// groups) at E in (128, 256] with k around and above ceil(E / 32), where
+// the half-warps' second register is empty for most lanes (E = 129: one
+// lane holds two experts): through the tier table and forced, every dtype
+// the form runs for and both normalizations, against the shared-memory
+// path bit for bit.
+TEST(CudaKernel, BlockThresholdHalfWarpGroupsEqualTheOtherPaths) {
+  SKIP_WITHOUT_GPU();
+  const harness::LogitsDistribution dists[] = {
+      harness::LogitsDistribution::kNormal, harness::LogitsDistribution::kQuantized,
+      harness::LogitsDistribution::kInfinities, harness::LogitsDistribution::kNaNs};
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {129, 160, 192, 200, 224, 256})
+    for (std::int64_t k : {5, 6, 7, 8})
+      for (std::int64_t tokens : {1, 3, 130})
+        for (DType dtype : {DType::kFloat32, DType::kBFloat16})
+          for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
+            CaseConfig cfg;
+            cfg.experts = E;
+            cfg.topk = k;
+            cfg.tokens = tokens;
+            cfg.logits = dists[seed % 4];
+            cfg.logits_dtype = dtype;
+            cfg.normalization = norm;
+            cfg.padding = tokens > 1 ? harness::PaddingMode::kSparse : harness::PaddingMode::kNone;
+            cfg.seed = seed++;
+            const RoutingCase c(cfg);
+            testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {}), {.force_path = 2},
+                                                    "tier table vs shared, " + describe(cfg));
+            testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = 8}), {.force_path = 2},
+                                                    "block-threshold vs shared, " + describe(cfg));
+          }
+}
+
 // The block-threshold path's softmax on many rows of every logits
 // distribution, with the biases that put q values closest (tiny and
 // all-equal biases: near and exact ties in q), on both kernels (one expert
