@@ -2,8 +2,9 @@
 // (block_threshold_preferred in routing_tier_table.cuh says where it
 // runs): one block of W = E / 32 warps (rounded up) owns a row, one expert
 // per thread, as in the block-rank path, but no warp ranks its experts
-// (for E in (384, 512], and for 16-bit logits at E in (128, 256], two
-// experts per thread: route_block_threshold_multi_kernel below).
+// (for E in (384, 512], and at E in (128, 256] for 16-bit logits or k
+// above ceil(E / 32), two experts per thread:
+// route_block_threshold_multi_kernel below).
 // The block-rank path's per-warp ranking (32 shuffles in each of W warps)
 // is what made it lose at E = 512, where 16 warps share four schedulers;
 // here each warp contributes one reduction:
