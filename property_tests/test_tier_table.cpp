@@ -319,8 +319,9 @@ TEST(TierTable, BlockThresholdPairs) {
   EXPECT_FALSE(pairs({1030, 500, 2}));                             // not the path there
 }
 
-// And on 4 warps: 16-bit logits at E in (128, 256], k <= 8, where the
-// block-threshold path runs; fp32 keeps one expert per thread.
+// And on 4 warps: E in (128, 256], k <= 8, where the block-threshold path
+// runs, for 16-bit logits; fp32 keeps one expert per thread unless k is
+// above its ceil(E / 32) warps.
 TEST(TierTable, BlockThresholdPairsOnFourWarps) {
   auto warps = [](const Call& c, const cuda::LaunchOptions& options = {}) {
     const RoutingParams p = params_of(c);

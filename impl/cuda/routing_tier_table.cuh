@@ -92,10 +92,15 @@ inline bool k_exceeds_groups(const KernelParams& kp) { return kp.topk > (kp.num_
 // k = 8 sigmoid 0.93-0.97x; E = 224 k = 8 softmax lost (1.00-1.05x: more
 // rows with over 32 candidates, each then ranked by every thread), so
 // softmax keeps the block-rank path above E = 192. Up to kBlockRankMaxRows
-// rows, where it was measured.
+// rows, where it was measured. four_warp_pairs_fit: the shapes whose 8
+// half-warp groups all hold experts and number at least k, the form's
+// domain (block_threshold_pair_warps_preferred).
+inline bool four_warp_pairs_fit(const KernelParams& kp) {
+  return kp.num_experts > 128 && kp.num_experts <= 256 && kp.topk <= 8;
+}
+
 inline bool half_warp_groups_cover_k(const KernelParams& kp) {
-  const bool experts_ok = kp.num_experts > 128 && (kp.num_experts <= 192 || (kp.num_experts <= 256 && !kp.softmax));
-  return experts_ok && kp.topk <= 8 && kp.num_tokens <= kBlockRankMaxRows;
+  return four_warp_pairs_fit(kp) && (kp.num_experts <= 192 || !kp.softmax) && kp.num_tokens <= kBlockRankMaxRows;
 }
 
 inline bool block_rank_preferred(const KernelParams& kp) {
@@ -189,11 +194,11 @@ inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_by
 // 256, E = 160 / 256, k = 2 / 4 / 8, both normalizations): bf16
 // 0.91-0.99x the time (0.91-0.94x at 256 rows, sigmoid E = 256 k = 2 at
 // 16 rows 1.72 -> 1.62 us); fp32 0.98-1.03x, so fp32 keeps one expert a
-// thread. fp16 logits follow bf16 (not timed).
+// thread where the warps number at least k. fp16 logits follow bf16 (not
+// timed).
 inline int block_threshold_pair_warps_preferred(const KernelParams& kp, int logit_bytes) {
   if (block_threshold_pairs_preferred(kp, logit_bytes)) return 8;
-  const bool narrow_pairs = kp.num_experts > 128 && kp.num_experts <= 256 && kp.topk <= 8 &&
-                            (logit_bytes != 4 || k_exceeds_groups(kp));
+  const bool narrow_pairs = four_warp_pairs_fit(kp) && (logit_bytes != 4 || k_exceeds_groups(kp));
   return narrow_pairs ? 4 : 0;
 }
 
