@@ -9,6 +9,8 @@ compare a run against a baseline.
   render_report.py kernels A.cubin [--baseline B.cubin] [--match TEXT]   # code size, registers, shared memory per kernel
   render_report.py floors RUN.json IO_FLOOR.json [--anchor ANCHOR.csv] [--max-tokens 1024]   # cells above their io floors
   render_report.py paths TAG_PATH_rN.json... [--grid]   # gpu_run.sh paths: each cell on each forced path
+  render_report.py candidates --experts E --topk K --norm N --warps W [--per-thread P] [--groups G]
+      [--tokens 128] [--dtype float32]   # block-threshold candidates per row on the benchmark's inputs (CPU)
 """
 import argparse
 import os
@@ -16,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perfreport import compare, cubin, iofloor, load, paths, render, stand  # noqa: E402
+from perfreport import candidates, compare, cubin, iofloor, load, paths, render, stand  # noqa: E402
 
 
 def main(argv):
@@ -111,6 +113,27 @@ def main(argv):
         if a.grid:
             print()
             print(paths.ratio_grid(cols, cells))
+        return 0
+
+    if argv and argv[0] == "candidates":
+        ap = argparse.ArgumentParser(prog="render_report.py candidates",
+                                     description="block-threshold candidates per row on the benchmark's inputs")
+        ap.add_argument("--tokens", type=int, default=128)
+        ap.add_argument("--experts", type=int, required=True)
+        ap.add_argument("--topk", type=int, required=True)
+        ap.add_argument("--norm", choices=["sigmoid", "softmax"], required=True)
+        ap.add_argument("--dtype", default="float32")
+        ap.add_argument("--warps", type=int, required=True, help="the form's warps (W)")
+        ap.add_argument("--per-thread", type=int, default=1, help="experts a thread (P)")
+        ap.add_argument("--groups", type=int, default=1, help="groups a warp: 1 (warps) or 2 (half-warps)")
+        a = ap.parse_args(argv[1:])
+        try:
+            ns = candidates.counts(a.tokens, a.experts, a.topk, a.norm == "softmax", a.dtype, a.warps, a.per_thread,
+                                   a.groups)
+        except ValueError as e:
+            print(f"candidates: {e}", file=sys.stderr)
+            return 2
+        print(candidates.summary(ns))
         return 0
 
     if argv and argv[0] == "kernels":
