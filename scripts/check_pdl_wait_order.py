@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Checks the router kernels' PTX for the PDL order: every kernel waits
 (griddepcontrol.wait), and no global or generic memory access comes before
-its first wait in the text.
+its first wait in the text on a path from the kernel's entry.
 
 Why. The decode kernels put the wait inside their row loop so that the
 compiler hoists the row-invariant setup above it (routing_kernel_common.cuh,
 pdl_trigger_early). A load hoisted with it would read what the previous
 grid may still be writing. The wait's asm clobbers memory, which forbids
 that; this check holds the compiler to it on every kernel it emits. It
-reads the text order only: it catches an access placed before the wait,
-not one on a path that jumps past it (the row loop's first iteration
-always waits; a block without rows reads nothing).
+reads the text order: it catches an access placed before the wait, not
+one on a path that jumps past it (the row loop's first iteration always
+waits; a block without rows reads nothing). Of the text before the wait
+it reads what the entry reaches there, following branches and
+fall-through but not into or out of the text after the wait: the compiler
+may lay out a block of the loop's tail above the wait (a store that only a
+branch from after the wait reaches), which runs after the wait as
+everything after it in the text does.
 
   scripts/check_pdl_wait_order.py build/cpu/impl/CMakeFiles/musespark_kernels_*_ptx.dir/cuda/instances/*.ptx
 """
@@ -33,21 +38,42 @@ def entries(ptx):
         yield name, ptx[start:end]
 
 
+LABEL = re.compile(r"^\s*(\$?[A-Za-z_][\w$]*):")
+BRANCH = re.compile(r"^\s*(@!?%p\d+\s+)?bra(?:\.uni)?\s+(\$?[A-Za-z_][\w$]*)\s*;")
+LEAVE = re.compile(r"^\s*(ret|exit)\s*;")
+
+
 def global_accesses_before_wait(body):
-    """Lines before the first griddepcontrol.wait that access global or generic memory; None without a wait."""
+    """Lines before the first griddepcontrol.wait, reached from the entry without passing it,
+    that access global or generic memory; None without a wait."""
     at = body.find("griddepcontrol.wait")
     if at < 0:
         return None
-    hits = []
-    for line in body[:at].splitlines():
-        m = MEMORY_OP.match(line)
-        if not m:
-            continue
-        spaces = {q for q in m.group(2).strip(".").split(".") if q}
-        if spaces & NOT_GLOBAL:
-            continue
-        hits.append(line.strip())
-    return hits
+    lines = body[:at].splitlines()
+    labels = {}
+    for i, line in enumerate(lines):
+        m = LABEL.match(line)
+        if m:
+            labels[m.group(1)] = i
+    hits, seen, todo = [], set(), [0]
+    while todo:
+        i = todo.pop()
+        while i < len(lines) and i not in seen:  # one run of fall-through from line i
+            seen.add(i)
+            line = lines[i]
+            m = MEMORY_OP.match(line)
+            if m and not ({q for q in m.group(2).strip(".").split(".") if q} & NOT_GLOBAL):
+                hits.append((i, line.strip()))
+            b = BRANCH.match(line)
+            if b:
+                if b.group(2) in labels:  # a target past the wait is after it
+                    todo.append(labels[b.group(2)])
+                if not b.group(1):
+                    break
+            if LEAVE.match(line):
+                break
+            i += 1
+    return [line for _, line in sorted(hits)]
 
 
 def main(paths):
