@@ -544,6 +544,42 @@ TEST(CudaKernel, BlockThresholdSoftmaxOnEveryDistribution) {
       }
 }
 
+// The block-threshold path's ranking bands by candidate count: warp 0
+// alone up to 32 (broadcast loads of the 32 slots, stale ones predicated
+// off), every thread its share past that (rows of an odd count, and of
+// more than 64, which two-expert threads hold). Row r holds n = 32, 33,
+// 40, 63, 64 or 65
+// experts tied at the row's top value, spread at an even stride, the
+// others distinct and well below: at least k of the groups hold a tied
+// expert (k <= 8), so tau is the tied value and exactly those n are
+// candidates, whatever the kernel's form (one or two experts a thread, warp
+// or half-warp groups). Forced, against the shared-memory path bit for bit.
+TEST(CudaKernel, BlockThresholdRanksEveryCandidateCountBand) {
+  SKIP_WITHOUT_GPU();
+  const std::int64_t counts[] = {32, 33, 40, 63, 64, 65};
+  std::uint64_t seed = testing::test_seed();
+  for (std::int64_t E : {65, 128, 200, 256, 384, 512})
+    for (std::int64_t k : {4, 8})
+      for (DType dtype : {DType::kFloat32, DType::kBFloat16})
+        for (Normalization norm : {Normalization::kSigmoid, Normalization::kSoftmax}) {
+          CaseConfig cfg;
+          cfg.experts = E;
+          cfg.topk = k;
+          cfg.tokens = 2 * static_cast<std::int64_t>(std::size(counts));
+          cfg.logits_dtype = dtype;
+          cfg.normalization = norm;
+          cfg.seed = seed++;
+          harness::RoutingCase c = harness::RoutingCase::blank(cfg);
+          for (std::int64_t t = 0; t < cfg.tokens; ++t) {
+            const std::int64_t n = std::min(E, counts[t % std::size(counts)]);
+            for (std::int64_t e = 0; e < E; ++e) c.set_logit(t, e, -4.0f + 2.0f * static_cast<float>(e) / E);
+            for (std::int64_t j = 0; j < n; ++j) c.set_logit(t, j * E / n, 1.0f);
+          }
+          testing::expect_reference_and_same_bits(c, harness::run_cuda_case(c, {.force_path = 8}), {.force_path = 2},
+                                                  "block-threshold candidate bands vs shared, " + describe(cfg));
+        }
+}
+
 TEST(CudaKernel, PdlOnEqualsPdlOff) {
   SKIP_WITHOUT_GPU();
   CaseConfig cfg;
