@@ -92,12 +92,19 @@ __device__ __forceinline__ void block_threshold_rank_and_store(const KernelParam
                  static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine)));
     return;
   }
-  // Many candidates (k > W, mass ties): every thread ranks its share.
+  // Many candidates (k > W, mass ties): every thread ranks its share, the
+  // keys read two at a time (16-byte broadcast loads: the key array is
+  // 16-byte aligned and even-sized, so a pair that starts below n lies in
+  // it), four loads issued per trip.
   auto rank_candidate = [&](int c) {
     const std::uint64_t mine = cand_key[c];
     int above = 0;
 #pragma unroll 4
-    for (int j = 0; j < n; ++j) above += cand_key[j] > mine ? 1 : 0;
+    for (int j = 0; j < n; j += 2) {
+      const ulonglong2 two = *reinterpret_cast<const ulonglong2*>(cand_key + j);
+      above += two.x > mine ? 1 : 0;
+      above += j + 1 < n && two.y > mine ? 1 : 0;
+    }
     if (above < k) {
       slot_expert[above] = static_cast<std::int32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(mine));
       slot_score[above] = cand_score[c];
