@@ -101,9 +101,10 @@ __device__ __forceinline__ void block_threshold_rank_and_store(const KernelParam
   // two rounds against one key a load: E = 192 k = 8 at 16-128 rows and
   // E = 224 k = 8 sigmoid 0.91-0.96x the time, the other k = 8 cells of
   // E = 160-512 within 2%. Warp 0 ranking up to 64 (two a lane, 32
-  // 16-byte loads and 128 compares in one warp) lost to this loop: E = 192
-  // k = 8 0.97-1.07x, and E = 224 k = 8 softmax on this path 2.34 us
-  // against the block-rank path's 2.19 (session 44, docs/performance_log.md).
+  // 16-byte loads and 128 compares in one warp) lost even to one key a
+  // load: E = 192 k = 8 0.97-1.07x, and E = 224 k = 8 softmax on this path
+  // 2.34 us against the block-rank path's 2.19 (session 44,
+  // docs/performance_log.md).
   auto rank_candidate = [&](int c) {
     const std::uint64_t mine = cand_key[c];
     int above = 0;

@@ -546,14 +546,14 @@ TEST(CudaKernel, BlockThresholdSoftmaxOnEveryDistribution) {
 
 // The block-threshold path's ranking bands by candidate count: warp 0
 // alone up to 32 (broadcast loads of the 32 slots, stale ones predicated
-// off), every thread its share past that (rows of an odd count, and of
-// more than 64, which two-expert threads hold). Row r holds n = 32, 33,
-// 40, 63, 64 or 65
-// experts tied at the row's top value, spread at an even stride, the
-// others distinct and well below: at least k of the groups hold a tied
-// expert (k <= 8), so tau is the tied value and exactly those n are
-// candidates, whatever the kernel's form (one or two experts a thread, warp
-// or half-warp groups). Forced, against the shared-memory path bit for bit.
+// off), every thread its share past that (keys read in 16-byte pairs: at
+// an odd count the last pair's second key is predicated off). Row r holds
+// n = 32, 33, 40, 63, 64 or 65 experts tied at the row's top value,
+// spread at an even stride, the others distinct and well below: at least
+// k of the groups hold a tied expert (k <= 8), so tau is the tied value
+// and exactly those n are candidates, whatever the kernel's form (one or
+// two experts a thread, warp or half-warp groups). Forced, against the
+// shared-memory path bit for bit.
 TEST(CudaKernel, BlockThresholdRanksEveryCandidateCountBand) {
   SKIP_WITHOUT_GPU();
   const std::int64_t counts[] = {32, 33, 40, 63, 64, 65};
