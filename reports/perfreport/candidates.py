@@ -1,7 +1,7 @@
 """How many candidates the block-threshold path's rows hold on the
 benchmark's inputs, computed on the CPU. The path's candidates are the
 experts whose selection input reaches tau, the k-th largest of its groups'
-maxima (impl/cuda/routing_block_threshold_path.cuh); warp 0 ranks up to 64
+maxima (impl/cuda/routing_block_threshold_path.cuh); warp 0 ranks up to 32
 of them alone, past that every thread ranks its share behind one more block
 barrier, so the count per row says which band a decode cell's rows take.
 
@@ -90,7 +90,7 @@ def counts(tokens, experts, k, softmax, dtype, warps, per_thread, groups_per_war
 
 
 def summary(ns):
-    """One line: the counts' range and median, and the rows past each of warp 0's bands."""
+    """One line: the counts' range and median, and the rows past warp 0's band."""
     s = sorted(ns)
     return (f"{len(s)} rows: candidates {s[0]}-{s[-1]}, median {s[len(s) // 2]}; "
-            f"{sum(1 for n in s if n > 32)} rows over 32, {sum(1 for n in s if n > 64)} over 64")
+            f"{sum(1 for n in s if n > 32)} rows over 32")
