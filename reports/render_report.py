@@ -125,7 +125,7 @@ def main(argv):
         ap.add_argument("--dtype", default="float32")
         ap.add_argument("--warps", type=int, required=True, help="the form's warps (W)")
         ap.add_argument("--per-thread", type=int, default=1, help="experts a thread (P)")
-        ap.add_argument("--groups", type=int, default=1, help="groups a warp: 1 (warps) or 2 (half-warps)")
+        ap.add_argument("--groups", type=int, default=1, help="groups a warp: 1 (warps), 2 (half-warps) or 4 (quarter-warps)")
         a = ap.parse_args(argv[1:])
         try:
             ns = candidates.counts(a.tokens, a.experts, a.topk, a.norm == "softmax", a.dtype, a.warps, a.per_thread,

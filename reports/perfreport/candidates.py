@@ -44,7 +44,7 @@ def bench_value(i, seed):
 
 def group_of(expert, warps, groups_per_warp):
     """The group of an expert in a form of `warps` warps: thread t holds experts t + i * 32 warps,
-    and a warp's lanes split into `groups_per_warp` runs (1: the warp, 2: half-warps)."""
+    and a warp's lanes split into `groups_per_warp` runs (1: the warp, 2: half-warps, 4: quarter-warps)."""
     t = expert % (32 * warps)
     return (t // 32) * groups_per_warp + (t % 32) // (32 // groups_per_warp)
 
@@ -73,8 +73,9 @@ def counts(tokens, experts, k, softmax, dtype, warps, per_thread, groups_per_war
     """The candidate count of every row of a benchmark cell, on the form (warps, per_thread, groups)."""
     if not 1 <= k <= experts:
         raise ValueError(f"k = {k} must lie in [1, {experts}]")
-    if groups_per_warp not in (1, 2):
-        raise ValueError(f"groups per warp = {groups_per_warp}: a group is a warp (1) or a half-warp (2)")
+    if groups_per_warp not in (1, 2, 4):
+        raise ValueError(f"groups per warp = {groups_per_warp}: a group is a warp (1), a half-warp (2) "
+                         "or a quarter-warp (4)")
     if 32 * warps * per_thread < experts:
         raise ValueError(f"{warps} warps of {per_thread} experts hold {32 * warps * per_thread}, fewer than {experts}")
     if dtype not in ("float32", "bfloat16"):

@@ -20,6 +20,7 @@ class CandidatesTest(unittest.TestCase):
         self.assertEqual(candidates.group_of(128 + 47, 4, 2), 2)
         self.assertEqual(candidates.group_of(255, 4, 2), 7)
         self.assertEqual(candidates.group_of(300, 8, 1), 1)  # 8 warps: t = 44, warp 1
+        self.assertEqual(candidates.group_of(128 + 47, 4, 4), 5)  # quarter-warps: t = 47, warp 1, lanes 8-15
 
     def test_ties_at_tau_are_all_candidates(self):
         self.assertEqual(candidates.row_candidates([0.5] * 64, [0.0] * 64, 2, False, 2, 1), 64)
