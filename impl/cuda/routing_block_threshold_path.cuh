@@ -94,7 +94,7 @@ __device__ __forceinline__ void block_threshold_rank_and_store(const KernelParam
   }
   // More than 32 candidates (k > W, mass ties, and k near the group count:
   // `render_report.py candidates` gives the benchmark's E = 192 k = 8 rows
-  // 30-33 and E = 224 k = 8 sigmoid 22-61 on the 4-warp form): every
+  // 16-46 and E = 224 k = 8 22-61 on the 4-warp form's half-warps): every
   // thread ranks its share, the keys read two at a time (16-byte broadcast
   // loads: the key array is 16-byte aligned and even-sized, so a pair that
   // starts below n lies in it), four loads issued per trip. H100, A/B of
