@@ -342,6 +342,25 @@ TEST(TierTable, BlockThresholdPairsOnFourWarps) {
   EXPECT_EQ(warps({65536, 256, 8, kBf16}), 0);                     // not the path there
 }
 
+// The groups of lanes of that kernel's warps: a warp on 8 warps, half-warps
+// on 4, quarter-warps at k = 8 above ceil(E / 32) (tau would otherwise be
+// the least of the 8 half-warp maxima).
+TEST(TierTable, BlockThresholdPairGroups) {
+  auto groups = [](const Call& c, const cuda::LaunchOptions& options = {}) {
+    return cuda::block_threshold_pair_groups(params_of(c), options);
+  };
+  EXPECT_EQ(groups({1, 512, 8, kBf16}), 1);                        // 8 warps
+  EXPECT_EQ(groups({1, 256, 8, kBf16, kSoftmax}), 2);              // k = 8 = ceil(E / 32)
+  EXPECT_EQ(groups({1, 192, 7}), 2);                               // k = 7 above 6 warps
+  EXPECT_EQ(groups({1, 192, 8}), 4);                               // k = 8 above 6 warps
+  EXPECT_EQ(groups({128, 160, 8, DType::kFloat32, kSoftmax}), 4);
+  EXPECT_EQ(groups({16, 224, 8, kBf16}), 4);
+  EXPECT_EQ(groups({1, 129, 8, kBf16}), 4);                        // 5 warps' worth
+  EXPECT_EQ(groups({1, 256, 8, DType::kFloat32, kSoftmax}), 0);    // fp32 E = 256: one expert per thread
+  EXPECT_EQ(groups({1, 512, 8}), 0);                               // fp32 sigmoid k > 4: one per thread
+  EXPECT_EQ(groups({129, 160, 8}), 0);                             // not the path past 128 rows
+}
+
 TEST(TierTable, ThresholdSelection) {
   auto preferred = [](const Call& c, const cuda::LaunchOptions& options = {}) {
     const RoutingParams p = params_of(c);

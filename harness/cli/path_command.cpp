@@ -52,7 +52,9 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
   const cuda::RoutingPath chosen = cuda::chosen_path(p, options);
   std::string path = cuda::routing_path_name(chosen);
   if (const int warps = cuda::block_threshold_pair_warps(p, options); warps > 0)
-    path += fmt::format(" ({} warps, two experts per thread)", warps);
+    path += fmt::format(" ({} warps, two experts per thread, {} group{} a warp)", warps,
+                        cuda::block_threshold_pair_groups(p, options),
+                        cuda::block_threshold_pair_groups(p, options) == 1 ? "" : "s");
   if (chosen == cuda::RoutingPath::kRegister || chosen == cuda::RoutingPath::kRegisterScalarLoads) {
     const cuda::RegisterTier tier = cuda::register_tier(p, options);
     const int blocks_per_sm = cuda::register_blocks_per_sm(p, sms, options);

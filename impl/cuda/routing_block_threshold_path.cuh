@@ -199,7 +199,9 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
 // holds experts t + i * 32W (each of a warp's P loads one coalesced run).
 // Step 2's groups are the warp's lanes split into G runs of 32 / G lanes,
 // each over all P registers (G = 1: the warp's 32P experts; G = 2:
-// half-warps of 16P experts), so tau is the k-th largest of W * G group
+// half-warps of 16P experts; G = 4: quarter-warps of 8P experts, where k
+// would otherwise equal the W * 2 half-warps: block_threshold_pair_groups_
+// preferred), so tau is the k-th largest of W * G group
 // maxima; with k no more than the groups that hold experts every step
 // above holds as written (past it, every expert qualifies). Groups of lanes
 // rather than of registers keep every group non-empty where the second
@@ -220,7 +222,7 @@ template <typename T, int W, int P, int G, bool kSoftmax>
 __global__ void __launch_bounds__(32 * W) route_block_threshold_multi_kernel(const KernelParams p) {
   constexpr int kThreads = 32 * W, kGroups = W * G;
   static_assert(kThreads >= kMaxTopK, "a thread per output slot");
-  static_assert(G == 1 || G == 2, "a group is a warp or a half-warp");
+  static_assert(G == 1 || G == 2 || G == 4, "a group is a warp, a half-warp or a quarter-warp");
   __shared__ alignas(16) std::uint64_t cand_key[kThreads * P];  // step 4's candidates, in arrival order
   __shared__ float cand_score[kThreads * P];
   __shared__ alignas(16) std::uint32_t group_best[kGroups];
@@ -271,14 +273,16 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_multi_kernel(con
       const std::uint32_t best = group_max_u32<32>(mine);
       if (lane == 0) group_best[warp] = best;
     } else {
-      // Both halves' maxima from two independent full-warp redux.sync, each
-      // seeing the other half's keys as 0 (no key): no shuffle chain.
-      const bool upper = lane >= 16;
-      const std::uint32_t lower_best = group_max_u32<32>(upper ? 0u : mine);
-      const std::uint32_t upper_best = group_max_u32<32>(upper ? mine : 0u);
+      // Each group's maximum from its own full-warp redux.sync, which sees
+      // the other groups' keys as 0 (no key): G independent reductions, no
+      // shuffle chain.
+      const int my_group = lane / (32 / G);
+      std::uint32_t best[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g) best[g] = group_max_u32<32>(my_group == g ? mine : 0u);
       if (lane == 0) {
-        group_best[warp * 2] = lower_best;
-        group_best[warp * 2 + 1] = upper_best;
+#pragma unroll
+        for (int g = 0; g < G; ++g) group_best[warp * G + g] = best[g];
       }
     }
     __syncthreads();

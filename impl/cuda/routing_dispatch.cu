@@ -270,6 +270,12 @@ int block_threshold_pair_warps(const RoutingParams& p, const LaunchOptions& opti
   return block_threshold_pair_warps_preferred(kp, logit_bytes);
 }
 
+int block_threshold_pair_groups(const RoutingParams& p, const LaunchOptions& options) {
+  const int warps = block_threshold_pair_warps(p, options);
+  if (warps == 0) return 0;
+  return block_threshold_pair_groups_preferred(to_kernel_params(p), warps);
+}
+
 bool slot_vector_stores(const RoutingParams& p) {
   check_launch(p, {});
   return to_kernel_params(p).slots_vec4;

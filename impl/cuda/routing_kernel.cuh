@@ -181,6 +181,11 @@ bool threshold_selection_preferred(const RoutingParams& p, const LaunchOptions& 
 // block_threshold_pair_warps_preferred). Host only, like chosen_path.
 int block_threshold_pair_warps(const RoutingParams& p, const LaunchOptions& options = {});
 
+// The groups of lanes each warp of that kernel takes a maximum over: 1, 2
+// or 4; 0 where block_threshold_pair_warps is 0 (routing_tier_table.cuh,
+// block_threshold_pair_groups_preferred). Host only.
+int block_threshold_pair_groups(const RoutingParams& p, const LaunchOptions& options = {});
+
 // The register path's tier for `p` (routing_tier_table.cuh,
 // choose_register_tier), where chosen_path says the register path runs.
 // Host only, like chosen_path.

@@ -348,16 +348,22 @@ cudaError_t launch_block_rank(const KernelParams& kp, cudaStream_t stream, bool 
 
 // pair_warps: 8 or 4, the kernel of two experts per thread on that many
 // warps (the tier table's block_threshold_pair_warps_preferred); 0, one
-// expert per thread.
+// expert per thread. groups: the groups of lanes a warp of that kernel
+// splits into (block_threshold_pair_groups_preferred): 1 on 8 warps, 2 or
+// 4 on 4 warps.
 template <typename T>
-cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl, int pair_warps) {
-  if (pair_warps == 8)
+cudaError_t launch_block_threshold(const KernelParams& kp, cudaStream_t stream, bool pdl, int pair_warps,
+                                   int groups) {
+  if (pair_warps == 8 && groups == 1)
     return launch_block_per_row<route_block_threshold_multi_kernel<T, 8, 2, 1, false>,
                                 route_block_threshold_multi_kernel<T, 8, 2, 1, true>, 8>(kp, stream, pdl);
-  if (pair_warps == 4)
+  if (pair_warps == 4 && groups == 2)
     return launch_block_per_row<route_block_threshold_multi_kernel<T, 4, 2, 2, false>,
                                 route_block_threshold_multi_kernel<T, 4, 2, 2, true>, 4>(kp, stream, pdl);
-  if (pair_warps != 0) return cudaErrorInvalidValue;  // the tier table gives 0, 4 or 8
+  if (pair_warps == 4 && groups == 4)
+    return launch_block_per_row<route_block_threshold_multi_kernel<T, 4, 2, 4, false>,
+                                route_block_threshold_multi_kernel<T, 4, 2, 4, true>, 4>(kp, stream, pdl);
+  if (pair_warps != 0) return cudaErrorInvalidValue;  // the tier table gives 8 x 1, 4 x 2, 4 x 4 or 0
   return with_block_row_warps(kp.num_experts, [&](auto w) {
     constexpr int W = decltype(w)::value;
     return launch_block_per_row<route_block_threshold_kernel<T, W, false>, route_block_threshold_kernel<T, W, true>,

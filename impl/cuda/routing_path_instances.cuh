@@ -30,8 +30,9 @@ cudaError_t launch_thread_row_instance(const KernelParams& kp, cudaStream_t stre
 }
 
 template <typename T>
-cudaError_t launch_block_threshold_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int pair_warps) {
-  return launch_block_threshold<T>(kp, stream, pdl, pair_warps);
+cudaError_t launch_block_threshold_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int pair_warps,
+                                            int groups) {
+  return launch_block_threshold<T>(kp, stream, pdl, pair_warps, groups);
 }
 
 template <typename T>

@@ -22,7 +22,8 @@ template <typename T>
 cudaError_t launch_thread_row_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int lanes);
 
 template <typename T>
-cudaError_t launch_block_threshold_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int pair_warps);
+cudaError_t launch_block_threshold_instance(const KernelParams& kp, cudaStream_t stream, bool pdl, int pair_warps,
+                                            int groups);
 
 template <typename T>
 cudaError_t launch_block_rank_instance(const KernelParams& kp, cudaStream_t stream, bool pdl);

@@ -202,6 +202,21 @@ inline int block_threshold_pair_warps_preferred(const KernelParams& kp, int logi
   return narrow_pairs ? 4 : 0;
 }
 
+// The groups of lanes each warp of that kernel splits into for step 2
+// (route_block_threshold_multi_kernel's G): a warp on 8 warps; on 4 warps
+// half-warps, but quarter-warps at k = 8 above ceil(E / 32) (E in (128,
+// 224]). There k equals the 8 half-warp maxima, so tau is their least and
+// the benchmark's rows have 14-61 candidates (`render_report.py candidates
+// --warps 4 --per-thread 2`; over 32 is every thread's ranking, not warp
+// 0's); the 16 quarter-warp maxima make tau their 8th largest and the
+// same rows 9-16 candidates. The cost: two more redux.sync and 16 maxima
+// to compare instead of 8. k <= 7 leaves at most 12 candidates on
+// half-warps already. (Candidate branch, untimed.)
+inline int block_threshold_pair_groups_preferred(const KernelParams& kp, int pair_warps) {
+  if (pair_warps != 4) return 1;
+  return kp.topk == 8 && k_exceeds_groups(kp) ? 4 : 2;
+}
+
 // Up to this many rows, E in (128, 512] takes the split-row path where the
 // block paths do not (k = 1): a block of E / 64 warps per row shortens
 // the dependent chain that bounds decode. On the H200 it took 0.56-0.80x
@@ -714,7 +729,11 @@ cudaError_t launch_routing_typed_impl(const KernelParams& kp_in, cudaStream_t st
     case RoutingPath::kThreadRow:
       return launch_thread_row_instance<T>(kp, stream, pdl, thread_row_launch_lanes(kp, options, sizeof(T)));
     case RoutingPath::kBlockThreshold:
-      return launch_block_threshold_instance<T>(kp, stream, pdl, block_threshold_pair_warps_preferred(kp, sizeof(T)));
+    {
+      const int pair_warps = block_threshold_pair_warps_preferred(kp, sizeof(T));
+      return launch_block_threshold_instance<T>(kp, stream, pdl, pair_warps,
+                                                block_threshold_pair_groups_preferred(kp, pair_warps));
+    }
     case RoutingPath::kBlockRank: return launch_block_rank_instance<T>(kp, stream, pdl);
     case RoutingPath::kSplitRow: return launch_split_row_instance<T>(kp, stream, pdl);
     case RoutingPath::kShared: return launch_shared_instance<T>(kp, stream, pdl);

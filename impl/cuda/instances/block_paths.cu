@@ -5,7 +5,7 @@
 #include "routing_path_instances.cuh"
 
 namespace musespark::cuda {
-template cudaError_t launch_block_threshold_instance<InstanceLogit>(const KernelParams&, cudaStream_t, bool, int);
+template cudaError_t launch_block_threshold_instance<InstanceLogit>(const KernelParams&, cudaStream_t, bool, int, int);
 template cudaError_t launch_block_rank_instance<InstanceLogit>(const KernelParams&, cudaStream_t, bool);
 template cudaError_t launch_split_row_instance<InstanceLogit>(const KernelParams&, cudaStream_t, bool);
 template cudaError_t launch_shared_instance<InstanceLogit>(const KernelParams&, cudaStream_t, bool);
