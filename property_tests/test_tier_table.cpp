@@ -78,18 +78,18 @@ TEST(TierTable, DecodeCells) {
 // The block-threshold path's candidates are the experts with fewer than k
 // of the groups' maxima above them: with k above the number of groups
 // holding experts, that is every expert. The one-expert kernel's groups are
-// warps (ceil(E / 32)); up to 128 rows at E in (128, 256] (softmax: up to
-// 192) the 4-warp form's 8 half-warp groups take k up to 8; elsewhere those
-// calls go to other paths.
+// warps (ceil(E / 32)); up to 128 rows at E in (128, 256] the 4-warp
+// form's 8 half-warp groups take k up to 8; elsewhere those calls go to
+// other paths.
 TEST(TierTable, BlockThresholdNeedsKGroups) {
   expect_path({1, 192, 6}, "block-threshold");  // 6 groups, k = 6
   expect_path({1, 192, 7}, "block-threshold");  // 8 half-warp groups
   expect_path({1, 160, 5, kBf16, kSoftmax}, "block-threshold");
   expect_path({1, 160, 6, kBf16, kSoftmax}, "block-threshold");
-  expect_path({128, 224, 8, DType::kFloat32, kSoftmax}, "block-rank");
+  expect_path({128, 224, 8, DType::kFloat32, kSoftmax}, "block-threshold");
   expect_path({16, 224, 8}, "block-threshold");
   expect_path({16, 225, 8}, "block-threshold");
-  expect_path({1, 193, 8, kBf16, kSoftmax}, "block-rank");  // softmax: half-warp groups up to E = 192
+  expect_path({1, 224, 8, kBf16, kSoftmax}, "block-threshold");  // softmax too
   expect_path({1, 192, 8, kBf16, kSoftmax}, "block-threshold");
   expect_path({128, 96, 3}, "block-threshold");  // 3 groups
   expect_path({128, 96, 4}, "block-rank");       // E <= 128: the block-rank path

@@ -89,9 +89,10 @@ inline bool k_exceeds_groups(const KernelParams& kp) { return kp.topk > (kp.num_
 // before it (two rounds, T = 1 / 16 / 128, E = 160 / 192 / 224 / 256, k =
 // 2 / 6 / 8, both dtypes and normalizations): E = 160 k = 6-8 0.74-0.89x
 // the time (2.07-2.39 us -> 1.56-2.00), E = 192 k = 8 0.74-0.97x, E = 224
-// k = 8 sigmoid 0.93-0.97x; E = 224 k = 8 softmax lost (1.00-1.05x: more
-// rows with over 32 candidates, each then ranked by every thread), so
-// softmax keeps the block-rank path above E = 192. Up to kBlockRankMaxRows
+// k = 8 sigmoid 0.93-0.97x; E = 224 k = 8 softmax lost then (1.00-1.05x:
+// its rows have 42-46 candidates, each then ranked by every thread) and
+// is taken here since the many-candidates ranking reads its keys in pairs
+// (a candidate branch, untimed). Up to kBlockRankMaxRows
 // rows, where it was measured. four_warp_pairs_fit: the shapes whose 8
 // half-warp groups all hold experts and number at least k, the form's
 // domain (block_threshold_pair_warps_preferred).
@@ -100,7 +101,7 @@ inline bool four_warp_pairs_fit(const KernelParams& kp) {
 }
 
 inline bool half_warp_groups_cover_k(const KernelParams& kp) {
-  return four_warp_pairs_fit(kp) && (kp.num_experts <= 192 || !kp.softmax) && kp.num_tokens <= kBlockRankMaxRows;
+  return four_warp_pairs_fit(kp) && kp.num_tokens <= kBlockRankMaxRows;
 }
 
 inline bool block_rank_preferred(const KernelParams& kp) {
