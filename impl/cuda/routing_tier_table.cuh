@@ -90,9 +90,11 @@ inline bool k_exceeds_groups(const KernelParams& kp) { return kp.topk > (kp.num_
 // 2 / 6 / 8, both dtypes and normalizations): E = 160 k = 6-8 0.74-0.89x
 // the time (2.07-2.39 us -> 1.56-2.00), E = 192 k = 8 0.74-0.97x, E = 224
 // k = 8 sigmoid 0.93-0.97x; E = 224 k = 8 softmax lost then (1.00-1.05x:
-// its rows have 42-46 candidates, each then ranked by every thread) and
-// is taken here since the many-candidates ranking reads its keys in pairs
-// (a candidate branch, untimed). Up to kBlockRankMaxRows
+// its rows had 42-46 candidates, each then ranked by every thread) and is
+// taken here since k = 8 splits the warps into quarter-warps
+// (block_threshold_pair_groups_preferred): H100, three rounds against the
+// block-rank path, T = 1 / 16 / 128, both dtypes, 0.78-0.85x the time
+// (2.14-2.43 us -> 1.74-2.00). Up to kBlockRankMaxRows
 // rows, where it was measured. four_warp_pairs_fit: the shapes whose 8
 // half-warp groups all hold experts and number at least k, the form's
 // domain (block_threshold_pair_warps_preferred).
@@ -212,7 +214,13 @@ inline int block_threshold_pair_warps_preferred(const KernelParams& kp, int logi
 // 0's); the 16 quarter-warp maxima make tau their 8th largest and the
 // same rows 9-16 candidates. The cost: two more redux.sync and 16 maxima
 // to compare instead of 8. k <= 7 leaves at most 12 candidates on
-// half-warps already. (Candidate branch, untimed.)
+// half-warps already. H100, three rounds against half-warps (T = 1 / 16 /
+// 128, E = 160 / 192 / 224, k = 8, both dtypes and normalizations): E =
+// 224 sigmoid 0.86-0.88x the time, E = 192 at 16-128 rows 0.89-0.95x,
+// softmax at E = 160 and at E = 192 one row 0.95-0.99x; sigmoid there,
+// whose half-warps left at most 32 candidates on most rows, 1.01-1.03x
+// (the two more redux.sync).
+
 inline int block_threshold_pair_groups_preferred(const KernelParams& kp, int pair_warps) {
   if (pair_warps != 4) return 1;
   return kp.topk == 8 && k_exceeds_groups(kp) ? 4 : 2;
