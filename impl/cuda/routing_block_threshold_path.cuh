@@ -213,7 +213,7 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
 // of two experts, G = 1, for E in (384, 512], where 16 warps of one expert
 // share four schedulers; and 4 warps of two, G = 2, at E in (128, 256] for
 // 16-bit logits, whose one-expert threads each load two bytes, and for k
-// above ceil(E / 32). Kept apart from the kernel above rather than a
+// above ceil(E / 32) (G = 4 where that k is 8). Kept apart from the kernel above rather than a
 // template parameter of it: the shared form made that kernel's rows 1-5%
 // slower at E = 256 (H200, A/B, two rounds) without a line of its path
 // changing. 4 warps of four experts at E = 512 took 1.08-1.23x the 8-warp
