@@ -51,10 +51,11 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
   const RoutingParams p = shape_only_params(T, E, k, dtype, norm, stand_in, stand_in);
   const cuda::RoutingPath chosen = cuda::chosen_path(p, options);
   std::string path = cuda::routing_path_name(chosen);
-  if (const int warps = cuda::block_threshold_pair_warps(p, options); warps > 0)
-    path += fmt::format(" ({} warps, two experts per thread, {} group{} a warp)", warps,
-                        cuda::block_threshold_pair_groups(p, options),
-                        cuda::block_threshold_pair_groups(p, options) == 1 ? "" : "s");
+  if (const int warps = cuda::block_threshold_pair_warps(p, options); warps > 0) {
+    const int groups = cuda::block_threshold_pair_groups(p, options);  // 1 says nothing more
+    path += groups > 1 ? fmt::format(" ({} warps, two experts per thread, {} lane groups a warp)", warps, groups)
+                       : fmt::format(" ({} warps, two experts per thread)", warps);
+  }
   if (chosen == cuda::RoutingPath::kRegister || chosen == cuda::RoutingPath::kRegisterScalarLoads) {
     const cuda::RegisterTier tier = cuda::register_tier(p, options);
     const int blocks_per_sm = cuda::register_blocks_per_sm(p, sms, options);
