@@ -355,7 +355,7 @@ TEST(TierTable, BlockThresholdPairGroups) {
   EXPECT_EQ(groups({1, 192, 8}), 4);                               // k = 8 above 6 warps
   EXPECT_EQ(groups({128, 160, 8, DType::kFloat32, kSoftmax}), 4);
   EXPECT_EQ(groups({16, 224, 8, kBf16}), 4);
-  EXPECT_EQ(groups({1, 129, 8, kBf16}), 4);                        // 5 warps' worth
+  EXPECT_EQ(groups({1, 129, 8, kBf16}), 4);                        // k = 8 above 5 warps
   EXPECT_EQ(groups({1, 256, 8, DType::kFloat32, kSoftmax}), 0);    // fp32 E = 256: one expert per thread
   EXPECT_EQ(groups({1, 512, 8}), 0);                               // fp32 sigmoid k > 4: one per thread
   EXPECT_EQ(groups({129, 160, 8}), 0);                             // not the path past 128 rows

@@ -200,24 +200,24 @@ __global__ void __launch_bounds__(32 * W) route_block_threshold_kernel(const Ker
 // Step 2's groups are the warp's lanes split into G runs of 32 / G lanes,
 // each over all P registers (G = 1: the warp's 32P experts; G = 2:
 // half-warps of 16P experts; G = 4: quarter-warps of 8P experts, where k
-// would otherwise equal the W * 2 half-warps: block_threshold_pair_groups_
-// preferred), so tau is the k-th largest of W * G group
-// maxima; with k no more than the groups that hold experts every step
-// above holds as written (past it, every expert qualifies). Groups of lanes
-// rather than of registers keep every group non-empty where the second
-// register is empty for most threads: at E in (128, 256] on 4 warps all 8
-// half-warps hold experts of the first register, where only ceil(E / 32)
-// of the 8 register groups did, so k = 6-8 at E = 160-224 stays here
-// instead of ranking all E experts elsewhere. Two forms run
+// would otherwise equal the W * 2 half-warps, as the tier table's
+// block_threshold_pair_groups_preferred says), so tau is the k-th largest
+// of W * G group maxima; with k no more than the groups that hold experts
+// every step above holds as written (past it, every expert qualifies).
+// Groups of lanes rather than of registers keep every group non-empty where
+// the second register is empty for most threads: at E in (128, 256] on 4
+// warps all 8 half-warps hold experts of the first register, where only
+// ceil(E / 32) of the 8 register groups did, so k = 6-8 at E = 160-224
+// stays here instead of ranking all E experts elsewhere. Two forms run
 // (routing_tier_table.cuh, block_threshold_pair_warps_preferred): 8 warps
 // of two experts, G = 1, for E in (384, 512], where 16 warps of one expert
 // share four schedulers; and 4 warps of two, G = 2, at E in (128, 256] for
 // 16-bit logits, whose one-expert threads each load two bytes, and for k
-// above ceil(E / 32) (G = 4 where that k is 8). Kept apart from the kernel above rather than a
-// template parameter of it: the shared form made that kernel's rows 1-5%
-// slower at E = 256 (H200, A/B, two rounds) without a line of its path
-// changing. 4 warps of four experts at E = 512 took 1.08-1.23x the 8-warp
-// form's time (H100, session 41).
+// above ceil(E / 32) (G = 4 where that k is 8). Kept apart from the kernel
+// above rather than a template parameter of it: the shared form made that
+// kernel's rows 1-5% slower at E = 256 (H200, A/B, two rounds) without a
+// line of its path changing. 4 warps of four experts at E = 512 took
+// 1.08-1.23x the 8-warp form's time (H100, session 41).
 template <typename T, int W, int P, int G, bool kSoftmax>
 __global__ void __launch_bounds__(32 * W) route_block_threshold_multi_kernel(const KernelParams p) {
   constexpr int kThreads = 32 * W, kGroups = W * G;

@@ -220,7 +220,6 @@ inline int block_threshold_pair_warps_preferred(const KernelParams& kp, int logi
 // softmax at E = 160 and at E = 192 one row 0.95-0.99x; sigmoid there,
 // whose half-warps left at most 32 candidates on most rows, 1.01-1.03x
 // (the two more redux.sync).
-
 inline int block_threshold_pair_groups_preferred(const KernelParams& kp, int pair_warps) {
   if (pair_warps != 4) return 1;
   return kp.topk == 8 && k_exceeds_groups(kp) ? 4 : 2;
