@@ -179,6 +179,19 @@ __device__ __forceinline__ float group_max_f32(float v) {
   }
 }
 
+// ordered_score with NaN mapped above every number instead of below: the
+// largest key of a set is then kNanHighOrderedScore exactly when the set
+// holds a NaN, and score_from_ordered turns that key into NaN. A softmax
+// maximum reduced this way carries the row's NaN flag with it (no second
+// reduction of a flag). No float maps to the key: it would be the NaN
+// 0x7FFFFFFF's image.
+constexpr std::uint32_t kNanHighOrderedScore = 0xFFFFFFFFu;
+
+__device__ __forceinline__ std::uint32_t nan_high_ordered_score(float q) {
+  const std::uint32_t key = rm::flip_sign_order(__float_as_uint(q + 0.0f));  // -0 folded into +0, as ordered_score
+  return isnan(q) ? kNanHighOrderedScore : key;
+}
+
 // max.NaN: the larger of a and b, NaN when either is NaN (fmaxf drops NaN).
 // One instruction per element instead of an isnan test and an or.
 __device__ __forceinline__ float fmax_keep_nan(float a, float b) {

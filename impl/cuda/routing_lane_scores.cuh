@@ -60,7 +60,8 @@ __device__ __forceinline__ void sigmoid_scores(float (&s)[P]) {
 // maxima drop NaN (group_max_f32: ordered_score maps NaN to 0, fmaxf drops
 // it), so a row without NaN gets the same maximum, and a row with one is a
 // NaN row whose every term softmax_row_has_nan replaces, whatever maximum
-// its other lanes give.
+// its other lanes give. The block crossing's lanes' form keeps the NaN
+// instead (nan_high_ordered_score), and with it the row's flag.
 template <int P>
 __device__ __forceinline__ float lane_softmax_max(const float (&s)[P], const bool (&valid)[P],
                                                   std::uint32_t& has_nan) {
@@ -202,8 +203,7 @@ struct BlockSoftmaxScratch;
 
 template <int W>
 struct BlockSoftmaxScratch<W, true> {
-  std::uint32_t max_ord[W];  // rm::ordered_score of each warp's maximum
-  std::uint32_t has_nan[W];
+  std::uint32_t max_ord[W];  // nan_high_ordered_score of each warp's maximum
   std::uint32_t sum_high[W];  // rm::SoftmaxFixedSum halves
   std::uint32_t sum_low[W];
 };
@@ -223,23 +223,29 @@ __device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   std::uint32_t has_nan = 0;
-  const float lane_max = lane_softmax_max(s, valid, has_nan);
-  has_nan = __reduce_or_sync(0xFFFFFFFFu, has_nan);
+  const float lane_max = lane_softmax_max(s, valid, has_nan);  // NaN when the lane holds one
   float mx;
+  bool row_nan;
   if constexpr (kByLanes) {
-    // NaN lanes give 0 and drop out; max_ord is 0 only when every lane of
-    // the block held a NaN, a NaN row whatever mx comes to.
-    const std::uint32_t warp_ord = __reduce_max_sync(0xFFFFFFFFu, rm::ordered_score(lane_max));
-    if (lane == 0) scratch.max_ord[warp] = warp_ord, scratch.has_nan[warp] = has_nan;
+    // The NaN flag rides in the maximum's key: a NaN lane offers the key
+    // above +inf's (nan_high_ordered_score), so the block's largest key is
+    // that one exactly when the row holds a NaN, and mx comes out NaN
+    // there. One redux.sync, one shared entry and one read per crossing
+    // instead of two of each.
+    const std::uint32_t warp_ord = __reduce_max_sync(0xFFFFFFFFu, nan_high_ordered_score(lane_max));
+    if (lane == 0) scratch.max_ord[warp] = warp_ord;
     __syncthreads();
-    mx = rm::score_from_ordered(__reduce_max_sync(0xFFFFFFFFu, lane < W ? scratch.max_ord[lane] : 0u));
-    has_nan = __reduce_or_sync(0xFFFFFFFFu, lane < W ? scratch.has_nan[lane] : 0u);
+    const std::uint32_t row_ord = __reduce_max_sync(0xFFFFFFFFu, lane < W ? scratch.max_ord[lane] : 0u);
+    row_nan = row_ord == kNanHighOrderedScore;
+    mx = rm::score_from_ordered(row_ord);
   } else {
+    has_nan = __reduce_or_sync(0xFFFFFFFFu, has_nan);
     mx = group_max_f32<32>(lane_max);  // NaN only for a warp whose every lane held one; fmaxf drops it below
     if (lane == 0) scratch.max[warp] = mx, scratch.has_nan[warp] = has_nan;
     __syncthreads();
 #pragma unroll
     for (int w = 0; w < W; ++w) mx = fmaxf(mx, scratch.max[w]), has_nan |= scratch.has_nan[w];
+    row_nan = has_nan != 0;
   }
   rm::SoftmaxFixedSum fixed = lane_softmax_exp(s, valid, mx);
   fixed.high = __reduce_add_sync(0xFFFFFFFFu, fixed.high);
@@ -258,7 +264,7 @@ __device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (
 #pragma unroll
     for (int w = 0; w < W; ++w) row_fixed += scratch.sum[w];
   }
-  softmax_shares(s, row_fixed, softmax_row_has_nan(has_nan != 0, mx));
+  softmax_shares(s, row_fixed, softmax_row_has_nan(row_nan, mx));
 }
 
 }  // namespace musespark::cuda
