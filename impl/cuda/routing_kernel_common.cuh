@@ -179,6 +179,14 @@ __device__ __forceinline__ float group_max_f32(float v) {
   }
 }
 
+// max.NaN: the larger of a and b, NaN when either is NaN (fmaxf drops NaN).
+// One instruction per element instead of an isnan test and an or.
+__device__ __forceinline__ float fmax_keep_nan(float a, float b) {
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
 // ordered_score with NaN mapped above every number instead of below: the
 // largest key of a set is then kNanHighOrderedScore exactly when the set
 // holds a NaN, and score_from_ordered turns that key into NaN. A softmax
@@ -192,20 +200,30 @@ __device__ __forceinline__ std::uint32_t nan_high_ordered_score(float q) {
   return isnan(q) ? kNanHighOrderedScore : key;
 }
 
-// max.NaN: the larger of a and b, NaN when either is NaN (fmaxf drops NaN).
-// One instruction per element instead of an isnan test and an or.
-__device__ __forceinline__ float fmax_keep_nan(float a, float b) {
-  float d;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
+// The group's maximum, NaN when any of its lanes holds a NaN (group_max_f32
+// drops NaN): with it a softmax row's NaN flag needs no reduction of its
+// own. G = 32: one redux.sync over nan_high_ordered_score; narrower
+// groups: xor shuffles of max.NaN. As group_max_f32, the result may be +0
+// where the lanes hold -0.
+template <int G>
+__device__ __forceinline__ float group_max_keep_nan(float v) {
+  if constexpr (G == 32) {
+    return rm::score_from_ordered(__reduce_max_sync(0xFFFFFFFFu, nan_high_ordered_score(v)));
+  } else {
+#pragma unroll
+    for (int off = G / 2; off > 0; off /= 2) v = fmax_keep_nan(v, __shfl_xor_sync(0xFFFFFFFFu, v, off, G));
+    return v;
+  }
 }
 
 // Whether a softmax row's sum is NaN, from the max pass alone. A term
 // exp(x - row_max) is NaN exactly when x is NaN or x - row_max is inf - inf:
-// x = row_max = +inf, or x = row_max = -inf (row_max is the largest non-NaN
-// x, so it is +inf only if some x is, and -inf only if every non-NaN x is).
-// A row has at least one expert, so row_has_nan_x || isinf(row_max) is the
-// same flag as testing every term, without a test per term in the exp pass.
+// x = row_max = +inf, or x = row_max = -inf (in a row without NaN, row_max
+// is the largest x, so it is +inf only if some x is, and -inf only if every
+// x is). A row has at least one expert, so row_has_nan_x || isinf(row_max)
+// is the same flag as testing every term, without a test per term in the
+// exp pass. (Where the maximum's reduction keeps the NaN, row_has_nan_x is
+// isnan(row_max).)
 __device__ __forceinline__ bool softmax_row_has_nan(bool row_has_nan_x, float row_max) {
   return row_has_nan_x || isinf(row_max);
 }
