@@ -219,10 +219,14 @@ __device__ __forceinline__ void block_softmax_shares(float (&s)[P], const bool (
   // The NaN flag rides in the maximum (group_max_keep_nan, nan_high_ordered_score):
   // mx comes out NaN exactly when the row holds a NaN, so the crossing takes
   // one reduction, one shared entry and one read per warp instead of two of
-  // each. H100, against the flag reduced beside the maximum (three rounds,
-  // T = 1 / 16 / 128, E = 128-512, k = 4 / 8, the lanes' form only): the
-  // block-threshold path's softmax cells 0.969-0.971x the time, E = 512
-  // softmax at 16 rows 1.99-2.04 -> 1.91-1.97 us.
+  // each. H100, against the flag reduced beside the maximum (candidates,
+  // three rounds, T = 1-8192, E = 8-512, k = 1 / 4 / 8, both dtypes,
+  // softmax): the block-threshold path's cells 0.968-0.976x the time (E =
+  // 512 k = 4 / 8 at 16 rows 2.00-2.03 -> 1.90-1.93 us), the register
+  // path's 0.986x at 8192 rows and even at decode, the filter path's
+  // 0.992x. Each warp's sum halves in one 8-byte entry besides (a store and
+  // a load fewer) took the block-threshold cells to 0.981-0.984x only:
+  // another schedule, not kept.
   float mx;
   if constexpr (kByLanes) {
     const std::uint32_t warp_ord = __reduce_max_sync(0xFFFFFFFFu, nan_high_ordered_score(lane_max));
