@@ -219,7 +219,10 @@ inline int block_threshold_pair_warps_preferred(const KernelParams& kp, int logi
 // 224 sigmoid 0.86-0.88x the time, E = 192 at 16-128 rows 0.89-0.95x,
 // softmax at E = 160 and at E = 192 one row 0.95-0.99x; sigmoid there,
 // whose half-warps left at most 32 candidates on most rows, 1.01-1.03x
-// (the two more redux.sync).
+// (the two more redux.sync). On 8 warps half-warps at k = 8 with sigmoid
+// (8-15 candidates on the benchmark's rows against 10-41) lost: bf16 E =
+// 448 / 512 1.03-1.08x the time at 1-128 rows, 1.05-1.10x at 256 (H100,
+// three rounds, session 46), so 8 warps keep one group each.
 inline int block_threshold_pair_groups_preferred(const KernelParams& kp, int pair_warps) {
   if (pair_warps != 4) return 1;
   return kp.topk == 8 && k_exceeds_groups(kp) ? 4 : 2;
