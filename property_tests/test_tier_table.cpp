@@ -296,17 +296,16 @@ TEST(TierTable, EstimatedSelection) {
 }
 
 // Where the block-threshold path runs its kernel of 8 warps with two
-// experts per thread: E in (384, 512], k <= 8, but fp32 sigmoid k > 4 up
-// to 128 rows.
+// experts per thread: E in (384, 512], k <= 8.
 TEST(TierTable, BlockThresholdPairs) {
   auto pairs = [](const Call& c, const cuda::LaunchOptions& options = {}) {
     const RoutingParams p = params_of(c);
     return cuda::block_threshold_pair_warps(p, options) == 8;
   };
   EXPECT_TRUE(pairs({1, 512, 4}));                                 // fp32 sigmoid k <= 4
-  EXPECT_FALSE(pairs({1, 512, 8}));                                // ... not k > 4 up to 128 rows
-  EXPECT_FALSE(pairs({128, 512, 8}));
-  EXPECT_TRUE(pairs({256, 512, 8}));                               // ... but at medium rows
+  EXPECT_TRUE(pairs({1, 512, 8}));                                 // ... and k > 4
+  EXPECT_TRUE(pairs({128, 512, 8}));
+  EXPECT_TRUE(pairs({256, 512, 8}));
   EXPECT_TRUE(pairs({1, 512, 8, kBf16}));                          // bf16: every k <= 8
   EXPECT_TRUE(pairs({128, 512, 8, DType::kFloat32, kSoftmax}));    // softmax k = 8
   EXPECT_TRUE(pairs({1, 385, 8, kBf16, kSoftmax}));                // from 385 experts
@@ -357,7 +356,7 @@ TEST(TierTable, BlockThresholdPairGroups) {
   EXPECT_EQ(groups({16, 224, 8, kBf16}), 4);
   EXPECT_EQ(groups({1, 129, 8, kBf16}), 4);                        // k = 8 above 5 warps
   EXPECT_EQ(groups({1, 256, 8, DType::kFloat32, kSoftmax}), 0);    // fp32 E = 256: one expert per thread
-  EXPECT_EQ(groups({1, 512, 8}), 0);                               // fp32 sigmoid k > 4: one per thread
+  EXPECT_EQ(groups({1, 512, 8}), 1);                               // fp32 sigmoid k > 4: 8 warps too
   EXPECT_EQ(groups({129, 160, 8}), 0);                             // not the path past 128 rows
 }
 

@@ -184,8 +184,8 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
 // 1.00-1.05x. At E = 320-384 (a quarter or more of the pairs half empty)
 // it lost up to 1.17x. fp16 logits follow bf16 (not timed).
 inline bool block_threshold_pairs_preferred(const KernelParams& kp, int logit_bytes) {
-  if (kp.num_experts <= 384 || kp.num_experts > 512 || kp.topk > 8) return false;
-  return kp.softmax || kp.topk <= 4 || logit_bytes != 4 || kp.num_tokens > 128;
+  (void)logit_bytes;
+  return kp.num_experts > 384 && kp.num_experts <= 512 && kp.topk <= 8;
 }
 
 // The warps of the block-threshold path's two-experts-per-thread kernel
