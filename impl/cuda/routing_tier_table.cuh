@@ -175,9 +175,10 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
 }
 
 // Where the block-threshold path runs two experts per thread
-// (route_block_threshold_pair_kernel): E in (384, 512], k <= 8. H200,
-// against 16 warps of one expert each (A/B of two rounds, T = 1 / 16 / 128
-// / 256, E = 448 / 512, k = 2 / 4 / 8, both dtypes and normalizations):
+// (route_block_threshold_multi_kernel, 8 warps): E in (384, 512], k <= 8,
+// whatever the logits' type. H200, against 16 warps of one expert each
+// (A/B of two rounds, T = 1 / 16 / 128 / 256, E = 448 / 512, k = 2 / 4 /
+// 8, both dtypes and normalizations):
 // bf16 sigmoid k = 2-4 0.86-0.92x the time, softmax k = 8 0.92-0.97x,
 // sigmoid k = 8 at 256 rows 0.84-0.92x, fp32 sigmoid k = 2-4 0.96-0.99x;
 // fp32 sigmoid k = 8 up to 128 rows 1.00-1.05x, so that cell kept 16 warps
@@ -186,8 +187,7 @@ inline bool block_threshold_preferred(const KernelParams& kp, int logit_bytes) {
 // sigmoid, 0.91-0.98x the time on every cell (E = 512 k = 8 at 128 rows
 // 1.99-2.03 -> 1.85-1.88 us, at one row 1.76-1.79 -> 1.68-1.71; session
 // 47, docs/performance_log.md). At E = 320-384 (a quarter or more of the
-// pairs half empty) it lost up to 1.17x. fp16 logits follow bf16 (not
-// timed).
+// pairs half empty) it lost up to 1.17x.
 inline bool block_threshold_pairs_preferred(const KernelParams& kp) {
   return kp.num_experts > 384 && kp.num_experts <= 512 && kp.topk <= 8;
 }
