@@ -266,10 +266,14 @@ MS_HOST_DEVICE inline std::uint64_t softmax_term_fixed_by_bits(float e) {
 //  - t = fma_rz(e, 2^20, 2^23) = 2^23 + floor(u): fp32 numbers in [2^23, 2^24)
 //    are the integers, and rounding toward zero is the floor there; so the
 //    bits of t are 0x4B000000 + floor(u);
-//  - h = t - 2^23 = floor(u) and r = fma(e, 2^20, -h) = u - floor(u), both
-//    exact (r is u's fraction, at most 23 significant bits);
-//  - fma_rz(r, 2^20, 2^23) = 2^23 + floor(r 2^20) the same way;
-// and floor(e 2^40) = floor(u) 2^20 + floor(r 2^20). `high` and `low` sum
+//  - c = fma(t, -2^20, 2^43 + 2^23) = 2^23 - floor(u) 2^20, exact: a
+//    multiple of 2^20 below 2^41 in size, so 21 significant bits (and
+//    2^43 + 2^23 is a float);
+//  - fma_rz(e, 2^40, c) = 2^23 + floor(r 2^20) for r = u - floor(u), u's
+//    fraction: the exact sum is 2^23 + r 2^20, in [2^23, 2^23 + 2^20);
+// and floor(e 2^40) = floor(u) 2^20 + floor(r 2^20). Three fused products a
+// term, two deep after t; the form before took t - 2^23, r itself and its
+// scaling (four operations, three deep after t) for the same bits. `high` and `low` sum
 // the two floors; each term adds at most 2^20 to either, so up to
 // kSoftmaxFixedSumMaxTerms terms (a row of E <= 4095) cannot overflow
 // them, and value() is the exact sum of softmax_term_fixed over the terms
@@ -283,11 +287,12 @@ struct SoftmaxFixedSum {
   std::uint32_t low = 0;   // the terms' floor(frac(e 2^20) 2^20), summed
 
   __device__ __forceinline__ void add(float e) {
-    constexpr float k2p20 = 1048576.0f, k2p23 = 8388608.0f;
+    constexpr float k2p20 = 1048576.0f, k2p23 = 8388608.0f, k2p40 = 1099511627776.0f;
+    constexpr float k2p43Plus2p23 = 8796101410816.0f;  // 2^43 + 2^23
     constexpr std::uint32_t k2p23Bits = 0x4B000000u;
     const float t = __fmaf_rz(e, k2p20, k2p23);
-    const float r = fmaf(e, k2p20, -(t - k2p23));
-    const float t2 = __fmaf_rz(r, k2p20, k2p23);
+    const float c = fmaf(t, -k2p20, k2p43Plus2p23);
+    const float t2 = __fmaf_rz(e, k2p40, c);
     high += __float_as_uint(t) - k2p23Bits;
     low += __float_as_uint(t2) - k2p23Bits;
   }
