@@ -78,12 +78,29 @@ bench_args="--preset=$preset --impls=cuda --benchmark_repetitions=3"
 # .baseline/ or .candidates/ tree; its COMMIT file names it), with the same
 # preset as this tree's build: a benchmark linked differently (without
 # LibTorch, say) measured ~0.1 us apart on decode cells.
+#
+# The tree's build/ is a link to $WORK/trees/<tree>-<commit>: `carry` puts
+# fresh copies of .baseline/ and .candidates/ on the machine each call, so a
+# build inside them was redone on every call (90-200 s of device time), while
+# $WORK lasts as long as the machine stays warm. Keyed by commit, the kept
+# build only ever sees the same sources again (git archive sets each file's
+# time to the commit's, so an older commit under a reused name could look
+# up to date to ninja). If the kept build cannot be configured again (the
+# tree landed at another path), it is wiped and built afresh.
 build_tree() {
   local dir=$1 logfile=$2
   shift 2
   local targets=("${@:-routing_benchmark}")
-  (cd "$dir" && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake --preset gpu &&
-    cmake --build build/gpu -j"${BUILD_JOBS:-16}" --target "${targets[@]}") > "$logfile" 2>&1
+  local kept="$WORK/trees/$(basename "$dir")-$(cat "$dir/COMMIT")"
+  if [ ! -e "$dir/build" ] || [ -L "$dir/build" ]; then
+    mkdir -p "$kept" && ln -sfn "$kept" "$dir/build"
+  fi
+  configure_tree() { (cd "$dir" && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake --preset gpu); }
+  {
+    if [ -d "$dir/build/gpu" ]; then echo "build_tree: reusing $(readlink -f "$dir/build")/gpu"; fi
+    configure_tree || { echo "build_tree: configure failed on the kept build; building afresh"; rm -rf "$dir/build/gpu"; configure_tree; } &&
+      (cd "$dir" && cmake --build build/gpu -j"${BUILD_JOBS:-16}" --target "${targets[@]}")
+  } > "$logfile" 2>&1
 }
 
 # Prints the REGRESSION lines (the first 12) and the per-tokens summary of
