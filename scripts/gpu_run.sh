@@ -253,20 +253,33 @@ for step in "${steps[@]}"; do
             --benchmark_out_format=json > "$LOGS/cand_${name}_$round.log" 2>&1 || status=1
         done
       done
+      # The trees' tests (built with the benchmark above) all start at once,
+      # now that the timed rounds are over: one after another they took about
+      # two minutes a tree (session 49), most of it test_cuda_kernel's CPU
+      # reference, and the machine has 16 cores.
+      test_pids=() test_keys=()
+      if [ "${CANDIDATE_TESTS:-0}" = 1 ]; then
+        for name in "${names[@]}"; do
+          for t in "${test_names[@]}"; do
+            [ -x ".candidates/$name/build/gpu/property_tests/$t" ] || continue
+            ".candidates/$name/build/gpu/property_tests/$t" --gtest_brief=1 > "$LOGS/${t}_$name.log" 2>&1 &
+            test_pids+=($!) test_keys+=("$name $t")
+          done
+        done
+      fi
       for name in "${names[@]}"; do
         log "candidates: $name ($(cat ".candidates/$name/COMMIT")) against the baseline ($(cat .baseline/COMMIT))"
         for round in $(seq 1 "$rounds"); do
           compare_runs "$LOGS/cand_${name}_$round.json" "$LOGS/cand_baseline_$round.json" "$LOGS/cand_${name}_compare_$round.log" \
             | tee -a "$OUT/summary.log"
         done
-        if [ "${CANDIDATE_TESTS:-0}" = 1 ]; then  # built with the benchmark above
-          for t in "${test_names[@]}"; do
-            [ -x ".candidates/$name/build/gpu/property_tests/$t" ] || continue
-            ".candidates/$name/build/gpu/property_tests/$t" --gtest_brief=1 > "$LOGS/${t}_$name.log" 2>&1 || status=1
-            echo "$name $t: $(grep -E '^\[  (PASSED|FAILED)  \]|^MUSESPARK_GPU_TESTS_SKIPPED' "$LOGS/${t}_$name.log" | head -3 | tr '\n' ' ')" \
-              | tee -a "$OUT/summary.log"
-          done
-        fi
+      done
+      [ ${#test_pids[@]} -gt 0 ] && log "candidates: the trees' tests"
+      for i in "${!test_pids[@]}"; do
+        wait "${test_pids[$i]}" || status=1
+        read -r name t <<< "${test_keys[$i]}"
+        echo "$name $t: $(grep -E '^\[  (PASSED|FAILED)  \]|^MUSESPARK_GPU_TESTS_SKIPPED' "$LOGS/${t}_$name.log" | head -3 | tr '\n' ' ')" \
+          | tee -a "$OUT/summary.log"
       done ;;
     paths)
       axes=${PATHS_AXES:---tokens=1,16,128,1024,4096 --experts=64,128,256,512 --topk=8 --dtypes=float32 --norms=sigmoid,softmax}
