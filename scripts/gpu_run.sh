@@ -87,6 +87,8 @@ bench_args="--preset=$preset --impls=cuda --benchmark_repetitions=3"
 # time to the commit's, so an older commit under a reused name could look
 # up to date to ninja). If the kept build cannot be configured again (the
 # tree landed at another path), it is wiped and built afresh.
+configure_tree() { (cd "$1" && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake --preset gpu); }
+
 build_tree() {
   local dir=$1 logfile=$2
   shift 2
@@ -95,10 +97,10 @@ build_tree() {
   if [ ! -e "$dir/build" ] || [ -L "$dir/build" ]; then
     mkdir -p "$kept" && ln -sfn "$kept" "$dir/build"
   fi
-  configure_tree() { (cd "$dir" && MUSESPARK_GIT_COMMIT=$(cat COMMIT) cmake --preset gpu); }
   {
     if [ -d "$dir/build/gpu" ]; then echo "build_tree: reusing $(readlink -f "$dir/build")/gpu"; fi
-    configure_tree || { echo "build_tree: configure failed on the kept build; building afresh"; rm -rf "$dir/build/gpu"; configure_tree; } &&
+    configure_tree "$dir" ||
+      { echo "build_tree: configure failed on the kept build; building afresh"; rm -rf "$dir/build/gpu"; configure_tree "$dir"; } &&
       (cd "$dir" && cmake --build build/gpu -j"${BUILD_JOBS:-16}" --target "${targets[@]}")
   } > "$logfile" 2>&1
 }
