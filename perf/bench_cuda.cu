@@ -172,14 +172,28 @@ double describe_gpu_and_measure_copy_bandwidth() {
   return bw;
 }
 
+// A device buffer whose data starts `offset` bytes into its allocation
+// (--buffer-offset): where a cell's data lies in memory can change a decode
+// cell's time, and this moves it without changing anything else.
+class OffsetBuffer {
+ public:
+  OffsetBuffer(std::size_t bytes, std::size_t offset) : buffer_(bytes + offset), offset_(offset) {}
+  void* get() const { return static_cast<unsigned char*>(buffer_.get()) + offset_; }
+
+ private:
+  DeviceBuffer buffer_;
+  std::size_t offset_;
+};
+
 void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw) {
   const bool io_floor = cell.impl == "io-floor";
   const std::int64_t row_bytes = cell.experts * static_cast<std::int64_t>(dtype_size(cell.dtype));
   if (const char* why = io_floor ? io_floor_unsupported(row_bytes) : nullptr) return skip_cell(state, why);
   const std::int64_t T = cell.tokens, E = cell.experts, k = cell.topk;
-  DeviceBuffer logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype));
-  DeviceBuffer bias(static_cast<std::size_t>(E) * 4), weights(static_cast<std::size_t>(T * k) * 4),
-      ids(static_cast<std::size_t>(T * k) * 4), pad(static_cast<std::size_t>(T));
+  const auto offset = static_cast<std::size_t>(options.buffer_offset);
+  OffsetBuffer logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype), offset);
+  OffsetBuffer bias(static_cast<std::size_t>(E) * 4, offset), weights(static_cast<std::size_t>(T * k) * 4, offset),
+      ids(static_cast<std::size_t>(T * k) * 4, offset), pad(static_cast<std::size_t>(T), offset);
   const unsigned blocks = 1024;
   switch (cell.dtype) {
     case DType::kFloat32: fill_logits<<<blocks, 256>>>(static_cast<float*>(logits.get()), T * E, 1); break;

@@ -19,6 +19,9 @@
 //                     chooses; cells whose E is not a multiple of 16 N are reported as errors)
 //   --io-floor-blocks=N  io-floor cells: at most N blocks of 8 warps, each warp looping over rows
 //                     (default: a warp per row), to see what the grid's size costs
+//   --buffer-offset=BYTES  CUDA cells: every device buffer starts BYTES (a multiple of 256,
+//                     at most 64 MiB) into its allocation, to see how a cell's time depends
+//                     on where its data lies (default 0)
 //   --force-rounds    register path: select by rounds, never by the threshold filter
 //   --force-threshold register path: threshold selection at any row count (warp-per-row tiers, 8+ experts per lane)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
@@ -97,6 +100,11 @@ int main(int argc, char** argv) {
         options.thread_row_lanes = static_cast<int>(flag_integer("--thread-row-lanes", v, 0));
       else if (take_flag(argv[i], "--io-floor-blocks", &v))
         options.io_floor_max_blocks = flag_integer("--io-floor-blocks", v, 0);
+      else if (take_flag(argv[i], "--buffer-offset", &v)) {
+        options.buffer_offset = flag_integer("--buffer-offset", v, 0, 64LL << 20);
+        if (options.buffer_offset % 256 != 0)
+          musespark::throw_argument_error("--buffer-offset", "'", v, "' is not a multiple of 256");
+      }
       else if (take_flag(argv[i], "--force-rounds", &v)) options.force_round_selection = true;
       else if (take_flag(argv[i], "--force-threshold", &v)) options.force_threshold_selection = true;
       else if (bool taken = false; [&] {
@@ -153,6 +161,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("filter_rows", std::to_string(options.filter_rows));
   benchmark::AddCustomContext("thread_row_lanes", std::to_string(options.thread_row_lanes));
   benchmark::AddCustomContext("io_floor_max_blocks", std::to_string(options.io_floor_max_blocks));
+  benchmark::AddCustomContext("buffer_offset", std::to_string(options.buffer_offset));
   benchmark::AddCustomContext("selection", options.force_round_selection       ? "rounds (forced)"
                                           : options.force_threshold_selection ? "threshold where the tier has it (forced)"
                                                                               : "automatic");

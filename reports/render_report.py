@@ -9,6 +9,7 @@ compare a run against a baseline.
   render_report.py kernels A.cubin [--baseline B.cubin] [--match TEXT]   # code size, registers, shared memory per kernel
   render_report.py floors RUN.json IO_FLOOR.json [--anchor ANCHOR.csv] [--max-tokens 1024]   # cells above their io floors
   render_report.py paths TAG_PATH_rN.json... [--grid]   # gpu_run.sh paths: each cell on each forced path
+  render_report.py placement RUN.json...   # gpu_run.sh placement: each cell at each --buffer-offset
   render_report.py candidates --experts E --topk K --norm N --warps W [--per-thread P] [--groups G]
       [--tokens 128] [--dtype float32]   # block-threshold candidates per row on the benchmark's inputs (CPU)
 """
@@ -18,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perfreport import candidates, compare, cubin, iofloor, load, paths, render, stand  # noqa: E402
+from perfreport import candidates, compare, cubin, iofloor, load, paths, placement, render, stand  # noqa: E402
 
 
 def main(argv):
@@ -93,6 +94,22 @@ def main(argv):
         except ValueError as e:
             print(f"floors: {e}", file=sys.stderr)
             return 2
+        return 0
+
+    if argv and argv[0] == "placement":
+        ap = argparse.ArgumentParser(prog="render_report.py placement")
+        ap.add_argument("runs", nargs="+", help="routing_benchmark JSON, each with its buffer_offset in the context")
+        a = ap.parse_args(argv[1:])
+        try:
+            offsets, times, paths_of = placement.load_runs(a.runs)
+        except (ValueError, OSError) as e:
+            print(f"placement: {e}", file=sys.stderr)
+            return 2
+        if not times:
+            print("placement: no timed cell in " + ", ".join(a.runs), file=sys.stderr)
+            return 2
+        print(placement.table(offsets, times, paths_of))
+        print(placement.summary(times))
         return 0
 
     if argv and argv[0] == "paths":

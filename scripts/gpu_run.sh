@@ -29,6 +29,10 @@
 #             (PATHS_ROUNDS, default 1: interleaved rounds, the table their median),
 #             and each shape's forced columns over the first by rows
 #             (`render_report.py paths --grid`; the JSON go into logs.tgz)
+#   placement the cells of PLACEMENT_AXES with their device buffers at each offset of
+#             PLACEMENT_OFFSETS (routing_benchmark --buffer-offset), PLACEMENT_ROUNDS (2)
+#             interleaved rounds: how much of a decode cell's time follows where its data
+#             lies (`render_report.py placement`; BENCH picks the tree)
 #   iofloor   each anchor cell's io floor (routing_benchmark --impls=io-floor) to
 #             $OUT/io_floor.json (IOFLOOR_TAG names it; BENCH picks the tree)
 #   pdl       decode cells with programmatic dependent launch on and off
@@ -317,6 +321,29 @@ for step in "${steps[@]}"; do
       cp "${files[@]}" "$LOGS/"
       python3 reports/render_report.py paths --grid "${files[@]}" | tee -a "$OUT/summary.log" "$LOGS/${tag}_table.txt"
       ;;
+    placement)
+      # The same cells with their device buffers at each offset of
+      # PLACEMENT_OFFSETS into their allocations (routing_benchmark
+      # --buffer-offset), PLACEMENT_ROUNDS (2) interleaved rounds, each its
+      # own process: whether a decode cell's time follows where its data lies
+      # (the rounds at one offset are the control), then a table of medians
+      # per offset and each cell's slowest over fastest offset
+      # (reports/perfreport/placement.py); the JSON go into logs.tgz.
+      axes=${PLACEMENT_AXES:---tokens=1,16,128 --experts=128,256,512 --topk=1,8 --dtypes=float32,bfloat16 --norms=softmax}
+      offsets=(${PLACEMENT_OFFSETS:-0 256 4096 65536 1048576 2097152 4194304 12582912})
+      rounds=${PLACEMENT_ROUNDS:-2}
+      files=()
+      for round in $(seq "$rounds"); do
+        log "placement: round $round of $rounds: offsets ${offsets[*]}, $axes"
+        for offset in "${offsets[@]}"; do
+          $bench --impls=cuda $axes --buffer-offset="$offset" --benchmark_repetitions=3 \
+            --benchmark_out="$LOGS/placement_${offset}_r$round.json" --benchmark_out_format=json \
+            > "$LOGS/placement_${offset}_r$round.log" 2>&1 || { tail -3 "$LOGS/placement_${offset}_r$round.log"; status=1; }
+          files+=("$LOGS/placement_${offset}_r$round.json")
+        done
+      done
+      python3 reports/render_report.py placement "${files[@]}" | tee -a "$OUT/summary.log" "$LOGS/placement_table.txt"
+      ;;
     iofloor)
       # Each anchor cell's io floor (perf/io_floor_kernel.cuh: the cell's
       # bytes and launch, no selection; it ignores the normalization, so
@@ -398,7 +425,7 @@ for step in "${steps[@]}"; do
         awk '/Function : /{if (f) print n, f; f = $3; n = 0} /^ +\/\*[0-9a-f]+\*\/ /{n++} END{if (f) print n, f}' \
           "$LOGS/sass_${name}.txt" | sed 's/^/  instructions: /' | tee -a "$OUT/summary.log"
       done ;;
-    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab candidates paths iofloor pdl ncu loader sass)"; exit 2 ;;
+    *) echo "gpu_run: unknown step '$step' (build test sanitize check fuzz perf ab candidates paths placement iofloor pdl ncu loader sass)"; exit 2 ;;
   esac
 done
 log "done, status $status"
