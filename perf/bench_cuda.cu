@@ -7,9 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <vector>
 
 #include "bench_impls.h"
 #include "io_floor_kernel.cuh"
@@ -174,8 +172,6 @@ double describe_gpu_and_measure_copy_bandwidth() {
   return bw;
 }
 
-namespace {
-
 // A device buffer whose data starts `offset` bytes into its allocation
 // (--buffer-offset): where a cell's data lies in memory can change a decode
 // cell's time, and this moves it without changing anything else.
@@ -189,66 +185,40 @@ class OffsetBuffer {
   std::size_t offset_;
 };
 
-// Placement i's buffers start this much further into their allocations
-// than placement i - 1's (on top of their own allocations): a multiple of
-// 256 that is not one of a power of two above it, so the placements differ
-// in the low address bits as well as in their pages.
-constexpr std::size_t kPlacementStride = 9 * 256;
-
-// One copy of a cell's inputs and outputs, filled the same way wherever it
-// lies, and the router's arguments pointing at it.
-struct CellPlacement {
-  OffsetBuffer logits, bias, weights, ids, pad;
-  RoutingParams p;
-
-  CellPlacement(const Cell& cell, std::size_t offset)
-      : logits(static_cast<std::size_t>(cell.tokens * cell.experts) * dtype_size(cell.dtype), offset),
-        bias(static_cast<std::size_t>(cell.experts) * 4, offset),
-        weights(static_cast<std::size_t>(cell.tokens * cell.topk) * 4, offset),
-        ids(static_cast<std::size_t>(cell.tokens * cell.topk) * 4, offset),
-        pad(static_cast<std::size_t>(cell.tokens), offset) {
-    const std::int64_t T = cell.tokens, E = cell.experts;
-    const unsigned blocks = 1024;
-    switch (cell.dtype) {
-      case DType::kFloat32: fill_logits<<<blocks, 256>>>(static_cast<float*>(logits.get()), T * E, 1); break;
-      case DType::kBFloat16: fill_logits<<<blocks, 256>>>(static_cast<__nv_bfloat16*>(logits.get()), T * E, 1); break;
-      default: fill_logits<<<blocks, 256>>>(static_cast<__half*>(logits.get()), T * E, 1); break;
-    }
-    fill_logits<<<4, 256>>>(static_cast<float*>(bias.get()), E, 2);
-    fill_padding<<<blocks, 256>>>(static_cast<bool*>(pad.get()), T, cell.half_padded);
-    check_cuda(cudaDeviceSynchronize(), "fill");
-
-    p.device = Device::kCuda;
-    p.logits = logits.get();
-    p.logits_dtype = cell.dtype;
-    p.logits_row_stride = E;
-    p.num_tokens = T;
-    p.num_experts = E;
-    p.bias = static_cast<const float*>(bias.get());
-    p.topk = cell.topk;
-    p.normalization = cell.norm;
-    p.route_scale = 2.5;
-    p.multiplier = 0.17677669529663687;
-    p.eps = 1e-15;
-    if (cell.half_padded) p.is_padding = static_cast<const bool*>(pad.get());
-    set_contiguous_outputs(p, static_cast<float*>(weights.get()), ids.get(), DType::kInt32);
-  }
-};
-
-}  // namespace
-
 void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions& options, double copy_bw) {
   const bool io_floor = cell.impl == "io-floor";
   const std::int64_t row_bytes = cell.experts * static_cast<std::int64_t>(dtype_size(cell.dtype));
   if (const char* why = io_floor ? io_floor_unsupported(row_bytes) : nullptr) return skip_cell(state, why);
-  const std::int64_t T = cell.tokens, k = cell.topk;
-  // --placements=N: N copies of the cell's data, each in its own
-  // allocations, the timed replays taking them in turn, so that the cell's
-  // time is an average over where its data lies rather than one place's.
-  std::vector<std::unique_ptr<CellPlacement>> placements;
-  for (int i = 0; i < options.placements; ++i)
-    placements.push_back(std::make_unique<CellPlacement>(
-        cell, static_cast<std::size_t>(options.buffer_offset) + static_cast<std::size_t>(i) * kPlacementStride));
+  const std::int64_t T = cell.tokens, E = cell.experts, k = cell.topk;
+  const auto offset = static_cast<std::size_t>(options.buffer_offset);
+  OffsetBuffer logits(static_cast<std::size_t>(T * E) * dtype_size(cell.dtype), offset);
+  OffsetBuffer bias(static_cast<std::size_t>(E) * 4, offset), weights(static_cast<std::size_t>(T * k) * 4, offset),
+      ids(static_cast<std::size_t>(T * k) * 4, offset), pad(static_cast<std::size_t>(T), offset);
+  const unsigned blocks = 1024;
+  switch (cell.dtype) {
+    case DType::kFloat32: fill_logits<<<blocks, 256>>>(static_cast<float*>(logits.get()), T * E, 1); break;
+    case DType::kBFloat16: fill_logits<<<blocks, 256>>>(static_cast<__nv_bfloat16*>(logits.get()), T * E, 1); break;
+    default: fill_logits<<<blocks, 256>>>(static_cast<__half*>(logits.get()), T * E, 1); break;
+  }
+  fill_logits<<<4, 256>>>(static_cast<float*>(bias.get()), E, 2);
+  fill_padding<<<blocks, 256>>>(static_cast<bool*>(pad.get()), T, cell.half_padded);
+  check_cuda(cudaDeviceSynchronize(), "fill");
+
+  RoutingParams p;
+  p.device = Device::kCuda;
+  p.logits = logits.get();
+  p.logits_dtype = cell.dtype;
+  p.logits_row_stride = E;
+  p.num_tokens = T;
+  p.num_experts = E;
+  p.bias = static_cast<const float*>(bias.get());
+  p.topk = k;
+  p.normalization = cell.norm;
+  p.route_scale = 2.5;
+  p.multiplier = 0.17677669529663687;
+  p.eps = 1e-15;
+  if (cell.half_padded) p.is_padding = static_cast<const bool*>(pad.get());
+  set_contiguous_outputs(p, static_cast<float*>(weights.get()), ids.get(), DType::kInt32);
 
   OwnedStream owned_stream;
   const cudaStream_t stream = owned_stream.get();
@@ -261,42 +231,29 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   lo.force_threshold_selection = options.force_threshold_selection;
   // The router, or on "io-floor" cells the io floor kernel with the same
   // buffers, grid-size rule (one warp per row) and PDL setting.
-  const auto launcher = [&](const CellPlacement& placement) {
-    return [&, at = &placement](cudaStream_t s) {
-      if (!io_floor) return cuda::launch_routing(at->p, s, lo);
-      std::int64_t want = (T + kIoFloorWarps - 1) / kIoFloorWarps;
-      if (options.io_floor_max_blocks > 0) want = std::min<std::int64_t>(want, options.io_floor_max_blocks);
-      const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(want, 1 << 20));
-      return cuda::launch_with_pdl(io_floor_kernel, blocks, 32 * kIoFloorWarps, 0, s, options.pdl,
-                                   static_cast<const unsigned char*>(at->logits.get()), T, row_bytes,
-                                   static_cast<int>(k), static_cast<float*>(at->weights.get()),
-                                   static_cast<std::int32_t*>(at->ids.get()),
-                                   cuda::trigger_first_for(blocks, 32 * kIoFloorWarps));
-    };
+  const auto launch = [&](cudaStream_t s) {
+    if (!io_floor) return cuda::launch_routing(p, s, lo);
+    std::int64_t want = (T + kIoFloorWarps - 1) / kIoFloorWarps;
+    if (options.io_floor_max_blocks > 0) want = std::min<std::int64_t>(want, options.io_floor_max_blocks);
+    const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(want, 1 << 20));
+    return cuda::launch_with_pdl(io_floor_kernel, blocks, 32 * kIoFloorWarps, 0, s, options.pdl,
+                                 static_cast<const unsigned char*>(logits.get()), T, row_bytes, static_cast<int>(k),
+                                 static_cast<float*>(weights.get()), static_cast<std::int32_t*>(ids.get()),
+                                 cuda::trigger_first_for(blocks, 32 * kIoFloorWarps));
   };
-  for (const auto& at : placements) check_cuda(launcher(*at)(stream), "launch");
+  check_cuda(launch(stream), "launch");
   check_cuda(cudaStreamSynchronize(stream), "warm-up");
   Events ev;
 
-  std::size_t turn = 0;
   if (!options.flush_l2) {
-    std::vector<std::unique_ptr<CapturedLaunches>> graphs;
-    for (const auto& at : placements)
-      graphs.push_back(std::make_unique<CapturedLaunches>(stream, options.graph_launches, launcher(*at)));
-    for (auto& graph : graphs) graph->replay_seconds_per_launch(ev);  // warm replay
-    for (auto _ : state) {
-      CapturedLaunches& graph = *graphs[turn++ % graphs.size()];
-      // Another placement's replay came last: this one's data may have left
-      // the L2, and the cells are timed with it warm.
-      if (graphs.size() > 1) graph.replay_seconds_per_launch(ev);
-      state.SetIterationTime(graph.replay_seconds_per_launch(ev));
-    }
+    CapturedLaunches graph(stream, options.graph_launches, launch);
+    graph.replay_seconds_per_launch(ev);  // warm replay
+    for (auto _ : state) state.SetIterationTime(graph.replay_seconds_per_launch(ev));
   } else {
     int l2 = 0;
     cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0);
     DeviceBuffer flush(static_cast<std::size_t>(l2) * 2);
     for (auto _ : state) {
-      const auto launch = launcher(*placements[turn++ % placements.size()]);
       check_cuda(cudaMemsetAsync(flush.get(), 0, static_cast<std::size_t>(l2) * 2, stream), "flush");
       check_cuda(cudaEventRecord(ev.start, stream), "record");
       check_cuda(launch(stream), "launch");
@@ -306,7 +263,7 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   }
   set_counters(state, cell, copy_bw);
   // Which path the router took (the label column; "label" in the JSON).
-  if (!io_floor) state.SetLabel(std::string("path=") + cuda::routing_path_name(cuda::chosen_path(placements[0]->p, lo)));
+  if (!io_floor) state.SetLabel(std::string("path=") + cuda::routing_path_name(cuda::chosen_path(p, lo)));
 }
 
 }  // namespace musespark::perf

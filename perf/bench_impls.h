@@ -21,7 +21,6 @@ struct BenchOptions {
   bool force_threshold_selection = false;  // cuda::LaunchOptions::force_threshold_selection
   long long io_floor_max_blocks = 0;  // io-floor cells: cap the grid (its warps then loop over rows); 0: a warp per row
   long long buffer_offset = 0;  // CUDA cells: each device buffer starts this many bytes (a multiple of 256) into its allocation
-  int placements = 1;  // CUDA cells: copies of the cell's data in separate allocations, timed in turn
 };
 
 // Reports a cell that cannot run on this machine, in whichever way this

@@ -24,6 +24,5 @@ expect "--filter-rows: '4rows' is not an integer in [0, 2147483647]" --filter-ro
 expect "--force-path: '99999999999' is not an integer in [0, 2147483647]" --force-path=99999999999
 expect "--buffer-offset: '100' is not a multiple of 256" --buffer-offset=100
 expect "--buffer-offset: '-256' is not an integer in [0, 67108864]" --buffer-offset=-256
-expect "--placements: '0' is not an integer in [1, 64]" --placements=0
 expect "unknown implementation 'bogus'" --impls=bogus
 exit $fail

@@ -22,11 +22,6 @@
 //   --buffer-offset=BYTES  CUDA cells: every device buffer starts BYTES (a multiple of 256,
 //                     at most 64 MiB) into its allocation, to see how a cell's time depends
 //                     on where its data lies (default 0)
-//   --placements=N    CUDA cells: N copies of the cell's data, each in its own allocations
-//                     and 2304 bytes further in than the last, the timed graph replays
-//                     taking them in turn (each after an untimed replay of its own, so
-//                     the L2 stays warm): a cell's time averaged over where its data lies
-//                     (default 1, at most 64)
 //   --force-rounds    register path: select by rounds, never by the threshold filter
 //   --force-threshold register path: threshold selection at any row count (warp-per-row tiers, 8+ experts per lane)
 //   --tokens=1,2,4 --experts=8,256 --topk=1,8 --dtypes=float32,bfloat16
@@ -110,8 +105,6 @@ int main(int argc, char** argv) {
         if (options.buffer_offset % 256 != 0)
           musespark::throw_argument_error("--buffer-offset", "'", v, "' is not a multiple of 256");
       }
-      else if (take_flag(argv[i], "--placements", &v))
-        options.placements = static_cast<int>(flag_integer("--placements", v, 1, 64));
       else if (take_flag(argv[i], "--force-rounds", &v)) options.force_round_selection = true;
       else if (take_flag(argv[i], "--force-threshold", &v)) options.force_threshold_selection = true;
       else if (bool taken = false; [&] {
@@ -169,7 +162,6 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("thread_row_lanes", std::to_string(options.thread_row_lanes));
   benchmark::AddCustomContext("io_floor_max_blocks", std::to_string(options.io_floor_max_blocks));
   benchmark::AddCustomContext("buffer_offset", std::to_string(options.buffer_offset));
-  benchmark::AddCustomContext("placements", std::to_string(options.placements));
   benchmark::AddCustomContext("selection", options.force_round_selection       ? "rounds (forced)"
                                           : options.force_threshold_selection ? "threshold where the tier has it (forced)"
                                                                               : "automatic");
@@ -213,10 +205,8 @@ int main(int argc, char** argv) {
     });
     // A fixed count: each iteration already replays a graph of many launches,
     // and letting the library grow the count for microsecond cells would
-    // spend seconds of host synchronization per cell. With --placements the
-    // count is rounded up to a multiple of them, so each is timed as often.
-    const int gpu_iterations = (20 + options.placements - 1) / options.placements * options.placements;
-    b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(gpu_cell ? gpu_iterations : 10);
+    // spend seconds of host synchronization per cell.
+    b->UseManualTime()->Unit(benchmark::kMicrosecond)->Iterations(gpu_cell ? 20 : 10);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

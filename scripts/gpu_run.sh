@@ -13,7 +13,6 @@
 #   fuzz      musespark fuzz --impl FUZZ_IMPL (cuda) for FUZZ_SECONDS (300), corpus replay,
 #             the Python export / op / verify round trip
 #   perf      routing_benchmark on PERF_PRESET (anchor), rendered against the anchor CSV
-#             (PERF_PLACEMENTS: routing_benchmark --placements, default 1)
 #   ab        the same preset on the kernel of .baseline/ (scripts/make_baseline.sh
 #             COMMIT, carried) and this tree, interleaved, then `render_report.py compare`
 #             (AB_AXES, routing_benchmark flags, replaces the preset; AB_TAG names it)
@@ -175,8 +174,8 @@ for step in "${steps[@]}"; do
         tail -3 "$LOGS/verify_torch_op.log" | tee -a "$OUT/summary.log"
       fi ;;
     perf)
-      log "perf: $bench $bench_args --placements=${PERF_PLACEMENTS:-1} (and the torch recipe)"
-      $bench $bench_args --placements="${PERF_PLACEMENTS:-1}" --impls=cuda,torch-recipe --benchmark_out="$OUT/${gpu_tag}_$preset.json" --benchmark_out_format=json \
+      log "perf: $bench $bench_args (and the torch recipe)"
+      $bench $bench_args --impls=cuda,torch-recipe --benchmark_out="$OUT/${gpu_tag}_$preset.json" --benchmark_out_format=json \
         > "$LOGS/perf_$preset.log" 2>&1 || status=1
       python3 reports/render_report.py "$OUT/${gpu_tag}_$preset.json" --anchor reports/anchors/h100_seed_router.csv \
         --out "$WORK/report" --title "Router on the ${gpu_tag^^}: preset $preset" > "$LOGS/render.log" 2>&1 || status=1
