@@ -110,6 +110,7 @@ def main(argv):
             return 2
         print(placement.table(offsets, times, paths_of))
         print(placement.summary(times))
+        print(placement.control(placement.load_rounds(a.runs)[0]))
         return 0
 
     if argv and argv[0] == "paths":

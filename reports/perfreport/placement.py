@@ -24,8 +24,8 @@ def offset_of(context, filename):
     return int(value)
 
 
-def load_runs(files):
-    """(offsets ascending, {cell key: {offset: us}}, {cell key: path})."""
+def load_rounds(files):
+    """({cell key: {offset: [us, one per file (process) of that offset]}}, {cell key: path})."""
     per_offset = {}
     paths = {}
     for path in files:
@@ -34,9 +34,27 @@ def load_runs(files):
         for key, cell in cells.items():
             per_offset.setdefault(key, {}).setdefault(offset, []).append(cell.median_us)
             paths.setdefault(key, cell.path)
+    return per_offset, paths
+
+
+def load_runs(files):
+    """(offsets ascending, {cell key: {offset: us}}, {cell key: path})."""
+    per_offset, paths = load_rounds(files)
     offsets = sorted({o for by_offset in per_offset.values() for o in by_offset})
     times = {key: {o: statistics.median(v) for o, v in by_offset.items()} for key, by_offset in per_offset.items()}
     return offsets, times, paths
+
+
+def control(per_offset):
+    """The rounds at one offset against each other: each (cell, offset)'s slowest
+    process over its fastest. Where these spread as far as the offsets do, the
+    cells move with the process, not with where their data lies."""
+    spreads = [max(v) / min(v) for by_offset in per_offset.values() for v in by_offset.values() if len(v) > 1]
+    if not spreads:
+        return "placement control: one round per offset, so nothing to hold the offsets against"
+    moved = sum(s > MARK_SPREAD for s in spreads)
+    return (f"placement control: at one offset, {moved} of {len(spreads)} (cell, offset) pairs take more than "
+            f"{MARK_SPREAD:.2f}x their fastest round in another round; {max(spreads):.3f}x at most")
 
 
 def spread(by_offset):

@@ -56,6 +56,18 @@ class PlacementTable(unittest.TestCase):
         self.assertNotIn("<==", row128)
         self.assertIn("placement: 1 of 2 cells take more than 1.05x", out)
         self.assertIn("1.213x at most", out)
+        # Offset 0's two rounds (1.35 and 1.37 at one row) hold the offsets against the process.
+        self.assertIn("placement control: at one offset, 0 of 2 (cell, offset) pairs take more than 1.05x", out)
+
+    def test_control_names_a_process_shift(self):
+        code, out, err = run([
+            doc(256, {name(1): [1.72, 1.73, 1.72]}),
+            doc(256, {name(1): [2.20, 2.21, 2.19]}),
+            doc(0, {name(1): [1.73, 1.72, 1.74]}),
+        ])
+        self.assertEqual(code, 0, err)
+        self.assertIn("placement control: at one offset, 1 of 1 (cell, offset) pairs", out)
+        self.assertIn("1.279x at most", out)
 
     def test_file_without_offset_is_an_error(self):
         code, out, err = run([doc(None, {name(1): [1.0]})])
