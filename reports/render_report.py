@@ -10,6 +10,7 @@ compare a run against a baseline.
   render_report.py floors RUN.json IO_FLOOR.json [--anchor ANCHOR.csv] [--max-tokens 1024]   # cells above their io floors
   render_report.py paths TAG_PATH_rN.json... [--grid]   # gpu_run.sh paths: each cell on each forced path
   render_report.py placement RUN.json...   # gpu_run.sh placement: each cell at each --buffer-offset
+  render_report.py merge RUN.json... --out MERGED.json   # runs of the same cells in separate processes as one
   render_report.py candidates --experts E --topk K --norm N --warps W [--per-thread P] [--groups G]
       [--tokens 128] [--dtype float32]   # block-threshold candidates per row on the benchmark's inputs (CPU)
 """
@@ -19,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from perfreport import candidates, compare, cubin, iofloor, load, paths, placement, render, stand  # noqa: E402
+from perfreport import candidates, compare, cubin, iofloor, load, merge, paths, placement, render, stand  # noqa: E402
 
 
 def main(argv):
@@ -94,6 +95,19 @@ def main(argv):
         except ValueError as e:
             print(f"floors: {e}", file=sys.stderr)
             return 2
+        return 0
+
+    if argv and argv[0] == "merge":
+        ap = argparse.ArgumentParser(prog="render_report.py merge")
+        ap.add_argument("runs", nargs="+", help="routing_benchmark JSON of the same cells, each from its own process")
+        ap.add_argument("--out", required=True)
+        a = ap.parse_args(argv[1:])
+        try:
+            merged = merge.merge_files(a.runs, a.out)
+        except (ValueError, OSError) as e:
+            print(f"merge: {e}", file=sys.stderr)
+            return 2
+        print(f"merge: {len(a.runs)} runs, {len(merged['benchmarks'])} repetitions -> {a.out}")
         return 0
 
     if argv and argv[0] == "placement":
