@@ -287,12 +287,27 @@ for step in "${steps[@]}"; do
           done
         done
       fi
+      # Besides each round, all rounds merged per tree (each cell's median
+      # over every round's repetitions, `render_report.py merge`): a decode
+      # cell can shift by up to 1.5x in one process (session 50, H100), which
+      # reads as one round's regression and does not move the merged line.
+      merge_rounds() {  # merge_rounds NAME: $LOGS/cand_NAME_all.json from its rounds
+        local files=()
+        for round in $(seq 1 "$rounds"); do files+=("$LOGS/cand_$1_$round.json"); done
+        python3 reports/render_report.py merge "${files[@]}" --out "$LOGS/cand_$1_all.json" > /dev/null
+      }
+      [ "$rounds" -gt 1 ] && { merge_rounds baseline || status=1; }
       for name in "${names[@]}"; do
         log "candidates: $name ($(cat ".candidates/$name/COMMIT")) against the baseline ($(cat .baseline/COMMIT))"
         for round in $(seq 1 "$rounds"); do
           compare_runs "$LOGS/cand_${name}_$round.json" "$LOGS/cand_baseline_$round.json" "$LOGS/cand_${name}_compare_$round.log" \
             | tee -a "$OUT/summary.log"
         done
+        if [ "$rounds" -gt 1 ] && merge_rounds "$name"; then
+          echo "$name, all $rounds rounds merged:" | tee -a "$OUT/summary.log"
+          compare_runs "$LOGS/cand_${name}_all.json" "$LOGS/cand_baseline_all.json" "$LOGS/cand_${name}_compare_all.log" \
+            | tee -a "$OUT/summary.log"
+        fi
       done
       [ ${#test_pids[@]} -gt 0 ] && log "candidates: the trees' tests"
       for i in "${!test_pids[@]}"; do
