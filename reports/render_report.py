@@ -15,6 +15,7 @@ compare a run against a baseline.
       [--tokens 128] [--dtype float32]   # block-threshold candidates per row on the benchmark's inputs (CPU)
 """
 import argparse
+import json
 import os
 import sys
 
@@ -246,5 +247,17 @@ def main(argv):
     return 0
 
 
+def run(argv):
+    """main, with a file that cannot be read or parsed reported by name (exit 2), not as a traceback."""
+    try:
+        return main(argv)
+    except OSError as e:
+        print(f"render_report: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except json.JSONDecodeError as e:
+        print(f"render_report: not JSON ({e})", file=sys.stderr)
+        return 2
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run(sys.argv[1:]))

@@ -292,5 +292,30 @@ class RenderTest(unittest.TestCase):
             self.assertIn("lacks tokens", r.stderr)
 
 
+class UnreadableInput(unittest.TestCase):
+    """A missing or malformed JSON names the file or the parse error and exits 2, without a traceback."""
+
+    def _run(self, *args):
+        return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+    def test_missing_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            missing = os.path.join(tmp, "absent.json")
+            done = self._run("compare", missing, missing)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn(f"render_report: {missing}: No such file or directory", done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+
+    def test_malformed_json(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.json")
+            with open(bad, "w") as f:
+                f.write("{bad")
+            done = self._run("stand", bad, "--anchor", os.path.join(HERE, "..", "anchors", "h100_seed_router.csv"))
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("render_report: not JSON", done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
