@@ -173,8 +173,9 @@ double describe_gpu_and_measure_copy_bandwidth() {
 }
 
 // A device buffer whose data starts `offset` bytes into its allocation
-// (--buffer-offset): where a cell's data lies in memory can change a decode
-// cell's time, and this moves it without changing anything else.
+// (--buffer-offset), to see whether a cell's time follows where its data
+// lies while nothing else changes. On the H100 (session 50) it did not: two
+// processes at one offset differed as much as any two offsets did.
 class OffsetBuffer {
  public:
   OffsetBuffer(std::size_t bytes, std::size_t offset) : buffer_(bytes + offset), offset_(offset) {}

@@ -34,7 +34,8 @@
 #   placement the cells of PLACEMENT_AXES with their device buffers at each offset of
 #             PLACEMENT_OFFSETS (routing_benchmark --buffer-offset), PLACEMENT_ROUNDS (2)
 #             interleaved rounds: how much of a decode cell's time follows where its data
-#             lies (`render_report.py placement`; BENCH picks the tree)
+#             lies, against the rounds at one offset (`render_report.py placement`; BENCH
+#             picks the tree; session 50, H100: the process moved cells, the offset did not)
 #   iofloor   each anchor cell's io floor (routing_benchmark --impls=io-floor) to
 #             $OUT/io_floor.json (IOFLOOR_TAG names it; BENCH picks the tree)
 #   pdl       decode cells with programmatic dependent launch on and off
