@@ -43,10 +43,11 @@ def render(cells, context, out_dir, title, command=None, anchor_floors=None, ext
         md += ["Made by:", "", "```", command, "```", ""]
     ctx_keys = ["gpu_name", "gpu_sm_clock_mhz", "gpu_mem_clock_mhz", "cuda_driver_version",
                 "cuda_runtime_version", "d2d_copy_gbps", "git_commit", "build_type", "preset", "l2", "pdl",
-                "graph_launches", "date", "host_name"]
+                "graph_launches", "processes", "date", "host_name"]
     md += ["| context | value |", "|---|---|"]
     md += [f"| {k} | {context[k]} |" for k in ctx_keys if k in context]
-    md += ["", f"Implementations: {', '.join(impls)}. Times are medians of repetitions, microseconds per call.", ""]
+    over = f"the repetitions of {context['processes']} processes" if "processes" in context else "repetitions"
+    md += ["", f"Implementations: {', '.join(impls)}. Times are medians of {over}, microseconds per call.", ""]
 
     groups = _group(cells)
     for (dtype, norm, pad), by_ek in sorted(groups.items()):

@@ -56,6 +56,23 @@ class MergeProcesses(unittest.TestCase):
         self.assertAlmostEqual(cell.median_us, 1.35)
         self.assertEqual(cell.path, "register")
 
+    def test_report_says_over_how_many_processes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = []
+            for i, reps in enumerate(([1.35, 1.34, 1.36], [1.65, 1.62, 1.66], [1.34, 1.35, 1.35])):
+                paths.append(os.path.join(tmp, f"p{i}.json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(doc(reps), f)
+            merged = os.path.join(tmp, "merged.json")
+            subprocess.run([sys.executable, SCRIPT, "merge", *paths, "--out", merged], check=True, capture_output=True)
+            out_dir = os.path.join(tmp, "report")
+            subprocess.run([sys.executable, SCRIPT, merged, "--out", out_dir, "--title", "t"], check=True,
+                           capture_output=True)
+            with open(os.path.join(out_dir, "README.md")) as f:
+                readme = f.read()
+        self.assertIn("| processes | 3 |", readme)
+        self.assertIn("Times are medians of the repetitions of 3 processes", readme)
+
     def test_another_commit_is_refused(self):
         code, out, err, merged = run([doc([1.35]), doc([1.36], commit="483f6be")])
         self.assertEqual(code, 2)
