@@ -220,7 +220,15 @@ for step in "${steps[@]}"; do
       for round in 1 2; do
         compare_runs "$WORK/${ab_name}_new_$round.json" "$WORK/${ab_name}_baseline_$round.json" \
           "$LOGS/${ab_name}_compare_$round.log" | tee -a "$OUT/summary.log"
-      done ;;
+      done
+      # Both rounds merged per side, as the candidates step does.
+      for side in baseline new; do
+        python3 reports/render_report.py merge "$WORK/${ab_name}_${side}_1.json" "$WORK/${ab_name}_${side}_2.json" \
+          --out "$WORK/${ab_name}_${side}_all.json" > /dev/null || status=1
+      done
+      echo "ab, both rounds merged:" | tee -a "$OUT/summary.log"
+      compare_runs "$WORK/${ab_name}_new_all.json" "$WORK/${ab_name}_baseline_all.json" "$LOGS/${ab_name}_compare_all.log" \
+        | tee -a "$OUT/summary.log" ;;
     candidates)
       if [ ! -d .baseline ] || [ ! -d .candidates ]; then
         echo "candidates: needs .baseline/ and .candidates/ (scripts/make_baseline.sh, scripts/make_candidates.sh; carry both)" \
