@@ -122,6 +122,17 @@ compare_runs() {
   python3 reports/render_report.py compare "$1" "$2" --impl cuda --group path 2>&1 | grep -E "^path" | tee -a "$3"
 }
 
+# merge_rounds PREFIX N: PREFIX1.json ... PREFIXN.json, one process each,
+# into PREFIXall.json (`render_report.py merge`: each cell's median over
+# every round's repetitions). A decode cell can shift by up to 1.5x in one
+# process (session 50, H100), which reads as one round's regression and
+# does not move the merged comparison.
+merge_rounds() {
+  local files=() round
+  for round in $(seq 1 "$2"); do files+=("$1$round.json"); done
+  python3 reports/render_report.py merge "${files[@]}" --out "$1all.json" > /dev/null
+}
+
 for step in "${steps[@]}"; do
   case "$step" in
     build)
@@ -221,11 +232,8 @@ for step in "${steps[@]}"; do
         compare_runs "$WORK/${ab_name}_new_$round.json" "$WORK/${ab_name}_baseline_$round.json" \
           "$LOGS/${ab_name}_compare_$round.log" | tee -a "$OUT/summary.log"
       done
-      # Both rounds merged per side, as the candidates step does.
-      for side in baseline new; do
-        python3 reports/render_report.py merge "$WORK/${ab_name}_${side}_1.json" "$WORK/${ab_name}_${side}_2.json" \
-          --out "$WORK/${ab_name}_${side}_all.json" > /dev/null || status=1
-      done
+      # Both rounds merged per side (merge_rounds), as the candidates step does.
+      for side in baseline new; do merge_rounds "$WORK/${ab_name}_${side}_" 2 || status=1; done
       echo "ab, both rounds merged:" | tee -a "$OUT/summary.log"
       compare_runs "$WORK/${ab_name}_new_all.json" "$WORK/${ab_name}_baseline_all.json" "$LOGS/${ab_name}_compare_all.log" \
         | tee -a "$OUT/summary.log" ;;
@@ -296,23 +304,15 @@ for step in "${steps[@]}"; do
           done
         done
       fi
-      # Besides each round, all rounds merged per tree (each cell's median
-      # over every round's repetitions, `render_report.py merge`): a decode
-      # cell can shift by up to 1.5x in one process (session 50, H100), which
-      # reads as one round's regression and does not move the merged line.
-      merge_rounds() {  # merge_rounds NAME: $LOGS/cand_NAME_all.json from its rounds
-        local files=()
-        for round in $(seq 1 "$rounds"); do files+=("$LOGS/cand_$1_$round.json"); done
-        python3 reports/render_report.py merge "${files[@]}" --out "$LOGS/cand_$1_all.json" > /dev/null
-      }
-      [ "$rounds" -gt 1 ] && { merge_rounds baseline || status=1; }
+      # Besides each round, all rounds merged per tree (merge_rounds).
+      [ "$rounds" -gt 1 ] && { merge_rounds "$LOGS/cand_baseline_" "$rounds" || status=1; }
       for name in "${names[@]}"; do
         log "candidates: $name ($(cat ".candidates/$name/COMMIT")) against the baseline ($(cat .baseline/COMMIT))"
         for round in $(seq 1 "$rounds"); do
           compare_runs "$LOGS/cand_${name}_$round.json" "$LOGS/cand_baseline_$round.json" "$LOGS/cand_${name}_compare_$round.log" \
             | tee -a "$OUT/summary.log"
         done
-        if [ "$rounds" -gt 1 ] && merge_rounds "$name"; then
+        if [ "$rounds" -gt 1 ] && merge_rounds "$LOGS/cand_${name}_" "$rounds"; then
           echo "$name, all $rounds rounds merged:" | tee -a "$OUT/summary.log"
           compare_runs "$LOGS/cand_${name}_all.json" "$LOGS/cand_baseline_all.json" "$LOGS/cand_${name}_compare_all.log" \
             | tee -a "$OUT/summary.log"
