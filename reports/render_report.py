@@ -116,16 +116,17 @@ def main(argv):
         ap.add_argument("runs", nargs="+", help="routing_benchmark JSON, each with its buffer_offset in the context")
         a = ap.parse_args(argv[1:])
         try:
-            offsets, times, paths_of = placement.load_runs(a.runs)
+            per_offset, paths_of = placement.load_rounds(a.runs)
         except (ValueError, OSError) as e:
             print(f"placement: {e}", file=sys.stderr)
             return 2
-        if not times:
+        if not per_offset:
             print("placement: no timed cell in " + ", ".join(a.runs), file=sys.stderr)
             return 2
+        offsets, times = placement.medians(per_offset)
         print(placement.table(offsets, times, paths_of))
         print(placement.summary(times))
-        print(placement.control(placement.load_rounds(a.runs)[0]))
+        print(placement.control(per_offset))
         return 0
 
     if argv and argv[0] == "paths":

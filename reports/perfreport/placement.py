@@ -37,12 +37,11 @@ def load_rounds(files):
     return per_offset, paths
 
 
-def load_runs(files):
-    """(offsets ascending, {cell key: {offset: us}}, {cell key: path})."""
-    per_offset, paths = load_rounds(files)
+def medians(per_offset):
+    """load_rounds' times as (offsets ascending, {cell key: {offset: median us over its rounds}})."""
     offsets = sorted({o for by_offset in per_offset.values() for o in by_offset})
     times = {key: {o: statistics.median(v) for o, v in by_offset.items()} for key, by_offset in per_offset.items()}
-    return offsets, times, paths
+    return offsets, times
 
 
 def control(per_offset):
