@@ -189,9 +189,11 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({32768, 256, 1}, "row-per-thread");                     // ... k = 1 from 32768, both dtypes
   expect_path({32767, 256, 1}, "register");
   expect_path({32768, 256, 2}, "row-per-thread");                     // ... k = 2 from 32768, both dtypes
-  expect_path({32767, 256, 2, kBf16}, "register");
+  expect_path({32767, 256, 2}, "register");
+  expect_path({12288, 256, 2, kBf16}, "row-per-thread");              // ... 16-bit k <= 3 from 12288
+  expect_path({12287, 256, 2, kBf16}, "register");
   expect_path({16384, 256, 3}, "row-per-thread");                     // ... k = 3 from 16384
-  expect_path({16383, 256, 3, kBf16}, "register");
+  expect_path({16383, 256, 3}, "register");
   expect_path({16384, 192, 1}, "row-per-thread");                     // E in (128, 256) sigmoid from 16384
   expect_path({16383, 192, 8}, "register");
   expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
@@ -215,6 +217,9 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // ... up to 65536 rows
   expect_path({65536, 512, 1}, "filter");
   expect_path({65536, 384, 8}, "filter");
+  expect_path({16384, 512, 8, kBf16}, "row-per-thread");  // 16-bit sigmoid k >= 5, 12288-24575 rows
+  expect_path({24576, 512, 8, kBf16}, "filter");
+  expect_path({16384, 512, 8}, "filter");
 }
 
 // Lanes per row of the row-per-thread path by rows
@@ -261,6 +266,24 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({12288, 224, 4}), 2);                              // E = 224: sigmoid only
   EXPECT_EQ(lanes({12288, 224, 4, DType::kFloat32, kSoftmax}), 0);
   EXPECT_EQ(lanes({16384, 224, 4, DType::kFloat32, kSoftmax}), 2);  // ... softmax's own rows from 16384
+  EXPECT_EQ(lanes({12288, 64, 1, kBf16}), 2);                        // 16-bit sigmoid, E = 64 k <= 3: two lanes
+  EXPECT_EQ(lanes({32767, 64, 3, DType::kFloat16}), 2);
+  EXPECT_EQ(lanes({32768, 64, 1, kBf16}), 1);                        // ... the table's one from 32768
+  EXPECT_EQ(lanes({12287, 64, 2, kBf16}), 0);
+  EXPECT_EQ(lanes({16384, 64, 2, kBf16, kSoftmax}), 0);              // ... not softmax
+  EXPECT_EQ(lanes({12288, 256, 1, kBf16}), 4);                       // E = 256 k <= 3: four lanes to 24575
+  EXPECT_EQ(lanes({24575, 256, 3, kBf16}), 4);
+  EXPECT_EQ(lanes({24576, 256, 2, kBf16}), 2);                       // ... two to 32767
+  EXPECT_EQ(lanes({32768, 256, 1, kBf16}), 2);                       // ... the table's two, as before
+  EXPECT_EQ(lanes({12287, 256, 1, kBf16}), 0);
+  EXPECT_EQ(lanes({16384, 256, 1}), 0);                              // ... not fp32
+  EXPECT_EQ(lanes({16384, 256, 4, kBf16}), 2);                       // ... nor k >= 4
+  EXPECT_EQ(lanes({12288, 512, 5, kBf16}), 4);                       // E = 512 k >= 5: four lanes, 12288-24575
+  EXPECT_EQ(lanes({24575, 512, 8, kBf16}), 4);
+  EXPECT_EQ(lanes({24576, 512, 8, kBf16}), 0);                       // ... the filter path from 24576
+  EXPECT_EQ(lanes({16384, 512, 4, kBf16}), 0);                       // ... not k = 4
+  EXPECT_EQ(lanes({16384, 512, 8}), 0);                              // ... nor fp32
+  EXPECT_EQ(lanes({12287, 512, 8, kBf16}), 0);
   // A requested count wins over the table's.
   EXPECT_EQ(cuda::thread_row_lanes(params_of({16384, 64, 8}), {.thread_row_lanes = 1}), 1);
 }

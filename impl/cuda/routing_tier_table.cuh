@@ -469,11 +469,29 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //  - E = 288-480: the table's two lanes stayed within 0.95-1.05x of one
 //    lane but for k = 8 at 32768 rows (E = 288 fp32 softmax 0.91x, E = 352
 //    bf16 0.92-0.93x; left, narrow).
+// 16-bit sigmoid with small k, and E = 512 with k >= 5, session 52 (H100,
+// `gpu_run.sh paths`, PATHS_FORCE="0 5:1 5:2 5:4 [7]", three rounds, T =
+// 8192-49152; the rounds agreed within 1%), against the table's choice
+// (the register path, or the filter path at E = 512):
+//  - E = 64, k = 1-3, 12288-32767 rows, two lanes: 0.67-0.91x (k = 1 at
+//    12288 rows 1.00x; 24576 rows k = 1 / 2 / 3 0.83 / 0.75 / 0.67x);
+//    fp32 mixed (0.87-1.07x), left.
+//  - E = 256, k = 1-3, four lanes at 12288-24575 rows: 0.77-0.95x (k = 3
+//    at 16384, where two lanes ran, 0.99x); two lanes at 24576-32767
+//    (k = 1 / 2: 0.76 / 0.69x; four there 0.98 / 0.83x). The H200 had
+//    put E = 256 sigmoid k = 1 at 16384 rows at 1.04-1.08x on two lanes
+//    (2026-12-03 sweep above); four lanes were not timed there.
+//  - E = 512, k = 5-8, 12288-24575 rows, four lanes: 0.84-0.92x; at 8192
+//    rows 0.99-1.02x and from 24576 1.02-1.09x (the filter path stays);
+//    k = 4 and fp32 lost (1.03-1.38x).
 inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
   const int k = kp.topk;
-  if (E == 64 && k >= 4 && rows >= 12288 && rows < 32768) return 2;
+  const bool narrow_sigmoid = logit_bytes == 2 && !kp.softmax;
+  if (E == 64 && (k >= 4 || narrow_sigmoid) && rows >= 12288 && rows < 32768) return 2;
+  if (E == 256 && narrow_sigmoid && k <= 3 && rows >= 12288 && rows < 32768) return rows < 24576 ? 4 : 2;
+  if (E == 512 && narrow_sigmoid && k >= 5 && rows >= 12288 && rows < 24576) return 4;
   if (E == 128 && (k >= 2 || !kp.softmax) && rows >= 16384 && rows <= 32768) return 2;
   if (E == 192 && rows >= 8192 && rows <= (kp.softmax ? 24576 : 12288)) return 4;
   if (E == 256 && kp.softmax && k >= 4 && !(logit_bytes == 4 && k > 4) && rows >= 16384 && rows < 32768) return 4;
@@ -481,7 +499,6 @@ inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   if ((E == 160 || (E == 224 && !kp.softmax)) && rows >= 12288 && rows < 16384) return 2;
   // 16-bit sigmoid from 8192 rows (session 39's sweep, two rounds: E = 96
   // k >= 4 0.80-0.81x, E = 160 0.86-0.92x; fp32 and softmax lost there).
-  const bool narrow_sigmoid = logit_bytes == 2 && !kp.softmax;
   if (narrow_sigmoid && rows >= 8192 && rows < 12288 && ((E == 96 && k >= 4) || E == 160)) return 2;
   return 0;
 }
@@ -558,7 +575,9 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 inline bool filter_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
-  if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
+  // E = 512 16-bit sigmoid k >= 5 at 12288-24575 rows: the row-per-thread
+  // path's four lanes (thread_row_lanes_preferred, session 52).
+  if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384) && thread_row_lanes_preferred(kp, logit_bytes) == 0;
   if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
   if (E == 256) {
     if (rows < 65536) return false;
