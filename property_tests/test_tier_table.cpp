@@ -266,10 +266,12 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({12288, 224, 4}), 2);                              // E = 224: sigmoid only
   EXPECT_EQ(lanes({12288, 224, 4, DType::kFloat32, kSoftmax}), 0);
   EXPECT_EQ(lanes({16384, 224, 4, DType::kFloat32, kSoftmax}), 2);  // ... softmax's own rows from 16384
-  EXPECT_EQ(lanes({12288, 64, 1, kBf16}), 2);                        // 16-bit sigmoid, E = 64 k <= 3: two lanes
+  EXPECT_EQ(lanes({12288, 64, 3, kBf16}), 2);                        // 16-bit sigmoid, E = 64 k = 3: two lanes
+  EXPECT_EQ(lanes({12287, 64, 3, kBf16}), 0);
+  EXPECT_EQ(lanes({16384, 64, 1, kBf16}), 2);                        // ... k <= 2 from 16384
+  EXPECT_EQ(lanes({16383, 64, 2, kBf16}), 0);
   EXPECT_EQ(lanes({32767, 64, 3, DType::kFloat16}), 2);
   EXPECT_EQ(lanes({32768, 64, 1, kBf16}), 1);                        // ... the table's one from 32768
-  EXPECT_EQ(lanes({12287, 64, 2, kBf16}), 0);
   EXPECT_EQ(lanes({16384, 64, 2, kBf16, kSoftmax}), 0);              // ... not softmax
   EXPECT_EQ(lanes({12288, 256, 1, kBf16}), 4);                       // E = 256 k <= 3: four lanes to 24575
   EXPECT_EQ(lanes({24575, 256, 3, kBf16}), 4);

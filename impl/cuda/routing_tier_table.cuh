@@ -472,10 +472,13 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 // 16-bit sigmoid with small k, and E = 512 with k >= 5, session 52 (H100,
 // `gpu_run.sh paths`, PATHS_FORCE="0 5:1 5:2 5:4 [7]", three rounds, T =
 // 8192-49152; the rounds agreed within 1%), against the table's choice
-// (the register path, or the filter path at E = 512):
-//  - E = 64, k = 1-3, 12288-32767 rows, two lanes: 0.67-0.91x (k = 1 at
-//    12288 rows 1.00x; 24576 rows k = 1 / 2 / 3 0.83 / 0.75 / 0.67x);
-//    fp32 mixed (0.87-1.07x), left.
+// (the register path, or the filter path at E = 512). Then as candidates
+// against the table before (H100, three interleaved rounds, 120 cells at
+// 12288-32768 rows, bf16 and fp16): 0.944x, 36 cells faster by > 3%, none
+// slower; the cells that moved 0.68-0.97x, fp16 as bf16.
+//  - E = 64, k = 1-3, two lanes: k = 3 from 12288 rows, k <= 2 from 16384
+//    (at 12288 1.00-1.02x), to 32767: 0.67-0.91x (24576 rows k = 1 / 2 /
+//    3 0.83 / 0.75 / 0.67x); fp32 mixed (0.87-1.07x), left.
 //  - E = 256, k = 1-3, four lanes at 12288-24575 rows: 0.77-0.95x (k = 3
 //    at 16384, where two lanes ran, 0.99x); two lanes at 24576-32767
 //    (k = 1 / 2: 0.76 / 0.69x; four there 0.98 / 0.83x). The H200 had
@@ -489,7 +492,7 @@ inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   const std::int64_t rows = kp.num_tokens;
   const int k = kp.topk;
   const bool narrow_sigmoid = logit_bytes == 2 && !kp.softmax;
-  if (E == 64 && (k >= 4 || narrow_sigmoid) && rows >= 12288 && rows < 32768) return 2;
+  if (E == 64 && (k >= 4 || narrow_sigmoid) && rows >= (k >= 3 ? 12288 : 16384) && rows < 32768) return 2;
   if (E == 256 && narrow_sigmoid && k <= 3 && rows >= 12288 && rows < 32768) return rows < 24576 ? 4 : 2;
   if (E == 512 && narrow_sigmoid && k >= 5 && rows >= 12288 && rows < 24576) return 4;
   if (E == 128 && (k >= 2 || !kp.softmax) && rows >= 16384 && rows <= 32768) return 2;
