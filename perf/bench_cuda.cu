@@ -234,13 +234,14 @@ void run_cuda_cell(benchmark::State& state, const Cell& cell, const BenchOptions
   // buffers, grid-size rule (one warp per row) and PDL setting.
   const auto launch = [&](cudaStream_t s) {
     if (!io_floor) return cuda::launch_routing(p, s, lo);
-    std::int64_t want = (T + kIoFloorWarps - 1) / kIoFloorWarps;
+    const int warps = options.io_floor_warps;
+    std::int64_t want = (T + warps - 1) / warps;
     if (options.io_floor_max_blocks > 0) want = std::min<std::int64_t>(want, options.io_floor_max_blocks);
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(want, 1 << 20));
-    return cuda::launch_with_pdl(io_floor_kernel, blocks, 32 * kIoFloorWarps, 0, s, options.pdl,
+    return cuda::launch_with_pdl(io_floor_kernel, blocks, 32 * warps, 0, s, options.pdl,
                                  static_cast<const unsigned char*>(logits.get()), T, row_bytes, static_cast<int>(k),
                                  static_cast<float*>(weights.get()), static_cast<std::int32_t*>(ids.get()),
-                                 cuda::trigger_first_for(blocks, 32 * kIoFloorWarps));
+                                 cuda::trigger_first_for(blocks, 32 * warps));
   };
   check_cuda(launch(stream), "launch");
   check_cuda(cudaStreamSynchronize(stream), "warm-up");

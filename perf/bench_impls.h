@@ -20,6 +20,7 @@ struct BenchOptions {
   bool force_round_selection = false;  // cuda::LaunchOptions::force_round_selection
   bool force_threshold_selection = false;  // cuda::LaunchOptions::force_threshold_selection
   long long io_floor_max_blocks = 0;  // io-floor cells: cap the grid (its warps then loop over rows); 0: a warp per row
+  int io_floor_warps = 8;  // io-floor cells: warps (rows) per block, 1-32; 8 as the register path's warp-per-row tiers
   long long buffer_offset = 0;  // CUDA cells: each device buffer starts this many bytes (a multiple of 256) into its allocation
 };
 

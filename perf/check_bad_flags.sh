@@ -20,6 +20,8 @@ expect() {  # expect "MESSAGE" ARGS...
 expect "--force-path: 'x' is not an integer in [0, 2147483647]" --force-path=x
 expect "--graph-launches: '0' is not an integer in [1, 2147483647]" --graph-launches=0
 expect "--io-floor-blocks: '-3' is not an integer in [0, 2147483647]" --io-floor-blocks=-3
+expect "--io-floor-warps: '0' is not an integer in [1, 32]" --io-floor-warps=0
+expect "--io-floor-warps: '33' is not an integer in [1, 32]" --io-floor-warps=33
 expect "--filter-rows: '4rows' is not an integer in [0, 2147483647]" --filter-rows=4rows
 expect "--force-path: '99999999999' is not an integer in [0, 2147483647]" --force-path=99999999999
 expect "--buffer-offset: '100' is not a multiple of 256" --buffer-offset=100

@@ -11,9 +11,7 @@
 
 namespace musespark::perf {
 
-constexpr int kIoFloorWarps = 8;  // rows per block, as the register path's warp-per-row tiers
-
-// One warp per row: every 16-byte chunk of the row read after the wait and
+// One warp per row (blockDim.x / 32 rows a block): every 16-byte chunk of the row read after the wait and
 // folded into one word by a warp reduction (so no load can be dropped),
 // that word written to the row's k weight slots and j to id slot j.
 // Rows must be contiguous and a multiple of 16 bytes (io_floor_unsupported).
@@ -28,8 +26,9 @@ __global__ void io_floor_kernel(const unsigned char* logits, std::int64_t rows, 
   cuda::pdl_trigger_early(trigger_first);
   const int lane = threadIdx.x % 32;
   const std::int64_t chunks = row_bytes / 16;
-  const std::int64_t first_row = static_cast<std::int64_t>(blockIdx.x) * kIoFloorWarps + threadIdx.x / 32;
-  for (std::int64_t row = first_row; row < rows; row += static_cast<std::int64_t>(gridDim.x) * kIoFloorWarps) {
+  const int warps = blockDim.x / 32;
+  const std::int64_t first_row = static_cast<std::int64_t>(blockIdx.x) * warps + threadIdx.x / 32;
+  for (std::int64_t row = first_row; row < rows; row += static_cast<std::int64_t>(gridDim.x) * warps) {
     if (row == first_row) cuda::pdl_wait_then_trigger(trigger_first);
     const uint4* src = reinterpret_cast<const uint4*>(logits + row * row_bytes);
     unsigned folded = 0;

@@ -17,8 +17,10 @@
 //   --filter-rows=N   filter path: rows per warp task, 1-16 (default: the launch chooses)
 //   --thread-row-lanes=N  row-per-thread path: lanes per row, 1, 2 or 4 (default: the launch
 //                     chooses; cells whose E is not a multiple of 16 N are reported as errors)
-//   --io-floor-blocks=N  io-floor cells: at most N blocks of 8 warps, each warp looping over rows
+//   --io-floor-blocks=N  io-floor cells: at most N blocks, each warp looping over rows
 //                     (default: a warp per row), to see what the grid's size costs
+//   --io-floor-warps=N  io-floor cells: N warps, one row each, per block, 1-32 (default 8):
+//                     the same rows on fewer or more blocks (at 128 rows, 8 warps: 16 blocks)
 //   --buffer-offset=BYTES  CUDA cells: every device buffer starts BYTES (a multiple of 256,
 //                     at most 64 MiB) into its allocation, to see how a cell's time depends
 //                     on where its data lies (default 0)
@@ -100,6 +102,8 @@ int main(int argc, char** argv) {
         options.thread_row_lanes = static_cast<int>(flag_integer("--thread-row-lanes", v, 0));
       else if (take_flag(argv[i], "--io-floor-blocks", &v))
         options.io_floor_max_blocks = flag_integer("--io-floor-blocks", v, 0);
+      else if (take_flag(argv[i], "--io-floor-warps", &v))
+        options.io_floor_warps = static_cast<int>(flag_integer("--io-floor-warps", v, 1, 32));
       else if (take_flag(argv[i], "--buffer-offset", &v)) {
         options.buffer_offset = flag_integer("--buffer-offset", v, 0, 64LL << 20);
         if (options.buffer_offset % 256 != 0)
@@ -161,6 +165,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("filter_rows", std::to_string(options.filter_rows));
   benchmark::AddCustomContext("thread_row_lanes", std::to_string(options.thread_row_lanes));
   benchmark::AddCustomContext("io_floor_max_blocks", std::to_string(options.io_floor_max_blocks));
+  benchmark::AddCustomContext("io_floor_warps", std::to_string(options.io_floor_warps));
   benchmark::AddCustomContext("buffer_offset", std::to_string(options.buffer_offset));
   benchmark::AddCustomContext("selection", options.force_round_selection       ? "rounds (forced)"
                                           : options.force_threshold_selection ? "threshold where the tier has it (forced)"
