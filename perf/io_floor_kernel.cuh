@@ -11,9 +11,10 @@
 
 namespace musespark::perf {
 
-// One warp per row (blockDim.x / 32 rows a block): every 16-byte chunk of the row read after the wait and
-// folded into one word by a warp reduction (so no load can be dropped),
-// that word written to the row's k weight slots and j to id slot j.
+// One warp per row, blockDim.x / 32 rows a block: every 16-byte chunk of
+// the row read after the wait and folded into one word by a warp reduction
+// (so no load can be dropped), that word written to the row's k weight
+// slots and j to id slot j.
 // Rows must be contiguous and a multiple of 16 bytes (io_floor_unsupported).
 // PDL as the router's launches (trigger_first_for), and entered as its
 // decode kernels are: the wait is the first statement of the row loop's

@@ -578,9 +578,11 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
 inline bool filter_preferred(const KernelParams& kp, int logit_bytes) {
   const int E = kp.num_experts;
   const std::int64_t rows = kp.num_tokens;
-  // E = 512 16-bit sigmoid k >= 5 at 12288-24575 rows: the row-per-thread
-  // path's four lanes (thread_row_lanes_preferred, session 52).
-  if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384) && thread_row_lanes_preferred(kp, logit_bytes) == 0;
+  // The bands where thread_row_lanes_preferred names lanes were timed
+  // against this path too (E = 512 16-bit sigmoid k >= 5 at 12288-24575
+  // rows, session 52): they keep the row-per-thread path.
+  if (thread_row_lanes_preferred(kp, logit_bytes) != 0) return false;
+  if (E == 512) return rows >= (kp.topk <= 4 ? 8192 : 16384);
   if (E == 384) return rows >= (kp.topk > 4 ? 32768 : 16384);
   if (E == 256) {
     if (rows < 65536) return false;
