@@ -157,7 +157,7 @@ TEST(TierTable, MediumRows) {
 
 TEST(TierTable, LargeBatchCells) {
   expect_path({32768, 64, 8}, "row-per-thread");                      // E <= 128 sigmoid k > 1 from 32768 rows
-  expect_path({32767, 64, 2}, "register");
+  expect_path({32767, 112, 2}, "register");
   expect_path({32768, 64, 1}, "row-per-thread");                      // E = 64 sigmoid k = 1 from 32768 rows
   expect_path({32767, 64, 1}, "register");
   expect_path({32768, 48, 1}, "register");                            // ... E < 64 from 65536 (not swept)
@@ -189,11 +189,16 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({32768, 256, 1}, "row-per-thread");                     // ... k = 1 from 32768, both dtypes
   expect_path({32767, 256, 1}, "register");
   expect_path({32768, 256, 2}, "row-per-thread");                     // ... k = 2 from 32768, both dtypes
-  expect_path({32767, 256, 2}, "register");
+  expect_path({16383, 256, 2}, "register");                           // ... fp32 k = 2 from 16384 on four lanes
+  expect_path({16384, 256, 2}, "row-per-thread");
   expect_path({12288, 256, 2, kBf16}, "row-per-thread");              // ... 16-bit k <= 3 from 12288
   expect_path({12287, 256, 2, kBf16}, "register");
   expect_path({16384, 256, 3}, "row-per-thread");                     // ... k = 3 from 16384
-  expect_path({16383, 256, 3}, "register");
+  expect_path({12288, 256, 3}, "row-per-thread");                    // ... fp32 k = 3 from 12288
+  expect_path({12287, 256, 3}, "register");
+  expect_path({24576, 64, 2}, "row-per-thread");                      // fp32 E = 64 k = 2-3 from 24576, one lane
+  expect_path({24575, 64, 2}, "register");
+  expect_path({24575, 64, 1}, "register");
   expect_path({16384, 192, 1}, "row-per-thread");                     // E in (128, 256) sigmoid from 16384
   expect_path({16383, 192, 8}, "register");
   expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
@@ -286,6 +291,13 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({16384, 512, 4, kBf16}), 0);                       // ... not k = 4
   EXPECT_EQ(lanes({16384, 512, 8}), 0);                              // ... nor fp32
   EXPECT_EQ(lanes({12287, 512, 8, kBf16}), 0);
+  EXPECT_EQ(lanes({12288, 64, 3}), 2);                               // fp32 E = 64 k = 3: two lanes, 12288-24575
+  EXPECT_EQ(lanes({24576, 64, 3}), 1);                               // ... then one
+  EXPECT_EQ(lanes({12288, 64, 2}), 0);
+  EXPECT_EQ(lanes({16384, 256, 2}), 4);                              // fp32 E = 256 k = 2: four lanes, 16384-32767
+  EXPECT_EQ(lanes({32767, 256, 2}), 4);
+  EXPECT_EQ(lanes({32768, 256, 2}), 2);
+  EXPECT_EQ(lanes({12288, 256, 3}), 2);                              // ... k = 3 the table's two from 12288
   // A requested count wins over the table's.
   EXPECT_EQ(cuda::thread_row_lanes(params_of({16384, 64, 8}), {.thread_row_lanes = 1}), 1);
 }

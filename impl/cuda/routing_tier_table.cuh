@@ -495,6 +495,12 @@ inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   if (E == 64 && (k >= 4 || narrow_sigmoid) && rows >= (k >= 3 ? 12288 : 16384) && rows < 32768) return 2;
   if (E == 256 && narrow_sigmoid && k <= 3 && rows >= 12288 && rows < 32768) return rows < 24576 ? 4 : 2;
   if (E == 512 && narrow_sigmoid && k >= 5 && rows >= 12288 && rows < 24576) return 4;
+  // fp32 sigmoid, the same sweep: E = 64 k = 3 two lanes at 12288-24575
+  // rows (0.89-0.94x); E = 256 k = 2 four lanes at 16384-32767 (0.85 /
+  // 0.92x at 16384 / 24576; at 12288 1.06x).
+  const bool fp32_sigmoid = logit_bytes == 4 && !kp.softmax;
+  if (E == 64 && fp32_sigmoid && k == 3 && rows >= 12288 && rows < 24576) return 2;
+  if (E == 256 && fp32_sigmoid && k == 2 && rows >= 16384 && rows < 32768) return 4;
   if (E == 128 && (k >= 2 || !kp.softmax) && rows >= 16384 && rows <= 32768) return 2;
   if (E == 192 && rows >= 8192 && rows <= (kp.softmax ? 24576 : 12288)) return 4;
   if (E == 256 && kp.softmax && k >= 4 && !(logit_bytes == 4 && k > 4) && rows >= 16384 && rows < 32768) return 4;
@@ -521,7 +527,10 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   const bool narrow = logit_bytes == 2;
   if (thread_row_lanes_preferred(kp, logit_bytes) != 0) return true;
   if (E <= 128) {
-    if (!kp.softmax) return rows >= (kp.topk == 1 && E < 64 ? 65536 : 32768);
+    // fp32 E = 64 k = 2-3 from 24576 rows, one lane: 0.90 / 0.83x the
+    // register path's time there (session 52, H100; k = 1 1.03x).
+    const bool e64_fp32_small_k = E == 64 && !narrow && (kp.topk == 2 || kp.topk == 3);
+    if (!kp.softmax) return rows >= (kp.topk == 1 && E < 64 ? 65536 : e64_fp32_small_k ? 24576 : 32768);
     if (kp.topk == 1) return E >= 64 && narrow && rows >= 65536;
     if (E >= 64) return rows >= 32768;
     return rows >= 65536 && (narrow || kp.topk >= 4);
@@ -529,6 +538,9 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
   if (E == 384 || E == 512) return false;  // full register tiers
   if (E == 256) {
     if (kp.softmax) return kp.topk >= 2 && rows >= 32768;  // the filter path takes 65536 but bf16 k > 4
+    // fp32 k = 3 from 12288 rows on the table's two lanes: 0.90x the
+    // register path's time at 12288 (session 52, H100).
+    if (kp.topk == 3 && !narrow) return rows >= 12288;
     return rows >= (kp.topk >= 3 ? 16384 : 32768);         // the filter path takes 65536 for k <= 3
   }
   if (E > 512 || thread_row_lanes_per_row(E) == 1) return false;  // not measured
