@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "automatic_path_shapes.h"
 #include "musespark/errors.h"
 #include "routing_kernel.cuh"
 
@@ -568,6 +569,21 @@ TEST(TierTable, RowPerThreadLanesAreTakenOrRefusedByName) {
   const RoutingParams p = params_of({8192, 64, 4, kBf16});
   EXPECT_EQ(cuda::thread_row_blocks_per_sm(p, kSms, {.force_path = 5, .thread_row_lanes = 1}), 8);
   EXPECT_EQ(cuda::thread_row_blocks_per_sm(p, kSms, {.force_path = 5, .thread_row_lanes = 4}), 4);
+}
+
+// The shapes that the GPU tests run as the table's own choice of a path
+// (automatic_path_shapes.h): a table change that moves one fails here.
+TEST(TierTable, TheGpuTestsShapesTakeTheirPaths) {
+  const auto expect_shapes = [](const auto& shapes, const std::string& want) {
+    for (const testing::AutomaticPathShape& s : shapes) {
+      const Call c{s.tokens, s.experts, s.topk, s.dtype, s.norm};
+      expect_path(c, want);
+      if (s.lanes != 0) EXPECT_EQ(cuda::thread_row_lanes(params_of(c)), s.lanes) << where(c);
+    }
+  };
+  expect_shapes(testing::kFilterPathShapes, "filter");
+  expect_shapes(testing::kThreadRowPathShapes, "row-per-thread");
+  expect_shapes(testing::kThreadRowHeldShapes, "row-per-thread");
 }
 
 }  // namespace

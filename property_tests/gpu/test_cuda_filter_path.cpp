@@ -12,6 +12,7 @@
 
 #include "harness/cuda_case.h"
 #include "musespark/errors.h"
+#include "../automatic_path_shapes.h"
 #include "../test_support.h"
 #include "cuda_test_support.h"
 
@@ -110,21 +111,11 @@ TEST(FilterPath, LargeBatches) {
 
 // Where the tier table sends it (routing_tier_table.cuh, filter_preferred)
 // the path runs without being forced (chosen_path must say so), just past
-// each row threshold: E = 512 with k <= 4 from 8192 rows and k > 4 from
-// 16384, E = 384 with k <= 4 from 16384 and k > 4 from 32768 (E = 256
-// starts at 65536 rows, a case too large for a quick test; the tier-table
-// test checks that rule on the host).
+// each row threshold (automatic_path_shapes.h, which test_tier_table checks
+// on the host too).
 TEST(FilterPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
-  struct Shape {
-    std::int64_t experts, topk, tokens;
-    DType dtype;
-    Normalization norm;
-  };
-  for (const Shape s : {Shape{384, 8, 32800, DType::kBFloat16, Normalization::kSoftmax},
-                        Shape{384, 4, 16400, DType::kFloat32, Normalization::kSigmoid},
-                        Shape{512, 8, 16400, DType::kBFloat16, Normalization::kSigmoid},
-                        Shape{512, 4, 8200, DType::kBFloat16, Normalization::kSoftmax}}) {
+  for (const testing::AutomaticPathShape& s : testing::kFilterPathShapes) {
     CaseConfig cfg;
     cfg.experts = s.experts;
     cfg.topk = s.topk;

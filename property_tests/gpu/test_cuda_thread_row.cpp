@@ -14,6 +14,7 @@
 
 #include "harness/cuda_case.h"
 #include "musespark/errors.h"
+#include "../automatic_path_shapes.h"
 #include "../test_support.h"
 #include "cuda_test_support.h"
 
@@ -95,37 +96,28 @@ TEST(ThreadRowPath, SelectionEdges) {
 
 // Where the tier table sends it (routing_tier_table.cuh,
 // thread_row_preferred) the path runs without being forced (chosen_path
-// must say so): one lane per row at E <= 128, two at 192 and 256, four at
-// 320.
+// must say so), with the lanes per row thread_row_lanes_preferred names
+// (automatic_path_shapes.h, which test_tier_table checks on the host too).
 TEST(ThreadRowPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
-  for (std::int64_t E : {64, 128, 192, 256, 320}) {
+  std::uint64_t i = 0;
+  for (const testing::AutomaticPathShape& s : testing::kThreadRowPathShapes) {
     CaseConfig cfg;
-    cfg.experts = E;
-    cfg.topk = 8;
-    cfg.tokens = 65600;
-    cfg.logits_dtype = DType::kBFloat16;
+    cfg.experts = s.experts;
+    cfg.topk = s.topk;
+    cfg.tokens = s.tokens;
+    cfg.logits_dtype = s.dtype;
+    cfg.normalization = s.norm;
     cfg.padding = harness::PaddingMode::kSparse;
-    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E);
+    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(s.experts) + 7919 * i++;
     const RoutingCase c(cfg);
-    testing::expect_automatic_path(c, "row-per-thread", describe(cfg));
-  }
-  // Below a wave of rows, more lanes per row (thread_row_lanes_preferred):
-  // two at E = 128, four at E = 192 softmax.
-  for (std::int64_t E : {128, 192}) {
-    CaseConfig cfg;
-    cfg.experts = E;
-    cfg.topk = 8;
-    cfg.tokens = 16400;
-    cfg.normalization = Normalization::kSoftmax;
-    cfg.padding = harness::PaddingMode::kSparse;
-    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(E) * 3;
-    const RoutingCase c(cfg);
-    alignas(16) static unsigned char stand_in[16];
-    EXPECT_EQ(cuda::thread_row_lanes(shape_only_params(cfg.tokens, E, 8, cfg.logits_dtype, cfg.normalization, stand_in,
-                                                       stand_in)),
-              E == 128 ? 2 : 4)
-        << describe(cfg);
+    if (s.lanes != 0) {
+      alignas(16) static unsigned char stand_in[16];
+      EXPECT_EQ(cuda::thread_row_lanes(
+                    shape_only_params(s.tokens, s.experts, s.topk, s.dtype, s.norm, stand_in, stand_in)),
+                s.lanes)
+          << describe(cfg);
+    }
     testing::expect_automatic_path(c, "row-per-thread", describe(cfg));
   }
 }
@@ -141,26 +133,21 @@ TEST(ThreadRowPath, HeldGridsMatchTheReference) {
   int device = 0, sms = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), cudaSuccess);
-  struct Shape {
-    std::int64_t tokens, experts, topk;
-    DType dtype;
-  };
   int held = 0;
   std::uint64_t i = 0;
-  for (const Shape& s : {Shape{65536, 64, 4, DType::kBFloat16}, Shape{40000, 128, 4, DType::kFloat16},
-                         Shape{16384, 192, 1, DType::kBFloat16}, Shape{16384, 192, 4, DType::kFloat16},
-                         Shape{16384, 320, 8, DType::kBFloat16}, Shape{16384, 320, 1, DType::kFloat16}}) {
+  for (const testing::AutomaticPathShape& s : testing::kThreadRowHeldShapes) {
     CaseConfig cfg;
     cfg.tokens = s.tokens;
     cfg.experts = s.experts;
     cfg.topk = s.topk;
     cfg.logits_dtype = s.dtype;
     cfg.logits = i % 2 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
+    cfg.normalization = s.norm;
     cfg.padding = harness::PaddingMode::kSparse;
     cfg.seed = testing::test_seed() + 7919 * i++;
     alignas(16) static unsigned char stand_in[16];
     if (cuda::thread_row_blocks_per_sm(
-            shape_only_params(s.tokens, s.experts, s.topk, s.dtype, Normalization::kSigmoid, stand_in, stand_in),
+            shape_only_params(s.tokens, s.experts, s.topk, s.dtype, s.norm, stand_in, stand_in),
             sms) > 0)
       ++held;
     testing::expect_automatic_path(RoutingCase(cfg), "row-per-thread", describe(cfg));
