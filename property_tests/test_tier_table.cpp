@@ -238,7 +238,7 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({32767, 64, 8, kBf16, kSoftmax}), 2);
   EXPECT_EQ(lanes({32768, 64, 8}), 1);  // ... one from 32768
   EXPECT_EQ(lanes({16384, 64, 2}), 0);  // ... not k <= 2
-  EXPECT_EQ(lanes({16384, 128, 2, DType::kFloat32, kSoftmax}), 2);  // E = 128, k >= 2: 16384-32768 rows
+  EXPECT_EQ(lanes({16384, 128, 4, DType::kFloat32, kSoftmax}), 2);  // E = 128, k >= 2: 16384-32768 rows
   EXPECT_EQ(lanes({16383, 128, 8}), 0);
   EXPECT_EQ(lanes({32768, 128, 8}), 2);
   EXPECT_EQ(lanes({32769, 128, 8}), 1);
@@ -299,6 +299,31 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({32767, 256, 2}), 4);
   EXPECT_EQ(lanes({32768, 256, 2}), 2);
   EXPECT_EQ(lanes({12288, 256, 3}), 2);                              // ... k = 3 the table's two from 12288
+  EXPECT_EQ(lanes({12288, 128, 2, kBf16}), 4);                       // E = 128 16-bit sigmoid k >= 2: four lanes, 12288-16383
+  EXPECT_EQ(lanes({16383, 128, 8, DType::kFloat16}), 4);
+  EXPECT_EQ(lanes({12287, 128, 4, kBf16}), 0);
+  EXPECT_EQ(lanes({12288, 128, 1, kBf16}), 0);                       // ... not k = 1
+  EXPECT_EQ(lanes({12288, 128, 4}), 0);                              // ... nor fp32
+  EXPECT_EQ(lanes({16384, 128, 2, DType::kFloat32, kSoftmax}), 4);  // E = 128 k = 2: four lanes, 16384-32767
+  EXPECT_EQ(lanes({32767, 128, 2}), 4);
+  EXPECT_EQ(lanes({32768, 128, 2, kBf16, kSoftmax}), 2);             // ... the band's two at 32768
+  EXPECT_EQ(lanes({16384, 128, 2, kBf16}), 2);                       // ... 16-bit sigmoid keeps two
+  EXPECT_EQ(lanes({24576, 320, 4, kBf16}), 2);                       // E = 320 16-bit sigmoid: two lanes, 24576-32767
+  EXPECT_EQ(lanes({32767, 320, 1, DType::kFloat16}), 2);
+  EXPECT_EQ(lanes({24575, 320, 4, kBf16}), 4);                       // ... the table's four around it
+  EXPECT_EQ(lanes({32768, 320, 8, kBf16}), 4);
+  EXPECT_EQ(lanes({24576, 320, 4}), 4);                              // ... not fp32
+  EXPECT_EQ(lanes({24576, 320, 4, kBf16, kSoftmax}), 4);             // ... nor softmax
+  EXPECT_EQ(lanes({16384, 384, 8, kBf16}), 2);                       // E = 384 sigmoid k = 8: two lanes, 16-bit from 16384
+  EXPECT_EQ(lanes({16383, 384, 8, kBf16}), 0);
+  EXPECT_EQ(lanes({20480, 384, 8}), 2);                              // ... fp32 from 20480
+  EXPECT_EQ(lanes({20479, 384, 8}), 0);
+  EXPECT_EQ(lanes({28671, 384, 8}), 2);                              // ... to 28671
+  EXPECT_EQ(lanes({28672, 384, 8}), 0);
+  EXPECT_EQ(lanes({32767, 384, 8, DType::kFloat16}), 2);             // ... 16-bit to 32767
+  EXPECT_EQ(lanes({32768, 384, 8, kBf16}), 0);                       // ... the filter path from 32768
+  EXPECT_EQ(lanes({24576, 384, 4, kBf16}), 0);                       // ... not k < 8
+  EXPECT_EQ(lanes({24576, 384, 8, kBf16, kSoftmax}), 0);             // ... nor softmax
   // A requested count wins over the table's.
   EXPECT_EQ(cuda::thread_row_lanes(params_of({16384, 64, 8}), {.thread_row_lanes = 1}), 1);
 }

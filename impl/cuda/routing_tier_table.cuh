@@ -501,6 +501,29 @@ inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
   const bool fp32_sigmoid = logit_bytes == 4 && !kp.softmax;
   if (E == 64 && fp32_sigmoid && k == 3 && rows >= 12288 && rows < 24576) return 2;
   if (E == 256 && fp32_sigmoid && k == 2 && rows >= 16384 && rows < 32768) return 4;
+  // The E between the anchor rows, session 53 (H100, PATHS_FORCE="0 5:1
+  // 5:2 5:4", T = 12288 / 16384 / 24576, E = 96-384, k = 1 / 2 / 4 / 8,
+  // two rounds), then as candidates against the table before (H100, three
+  // interleaved rounds, T = 12288-28672, E = 128 / 320 / 384, k = 1-8,
+  // both dtypes and normalizations: 0.985x over 288 cells for a first
+  // form whose E = 320 band began at 20480 rows and whose fp32 E = 384
+  // band ran to 32767; the bands below keep the cells that won):
+  //  - E = 128 16-bit sigmoid k >= 2, four lanes at 12288-16383 where the
+  //    register path ran: 0.80-0.90x.
+  //  - E = 128 k = 2 but 16-bit sigmoid, four lanes against the table's
+  //    two at 16384-32767: 0.82-0.94x to 24576 rows (softmax bf16 at 20480
+  //    12.2 -> 10.0 us), fp32 softmax 0.97x at 28672.
+  //  - E = 320 16-bit sigmoid, two lanes against four from 24576 rows:
+  //    0.75-0.83x there, 0.82-0.92x at 28672; at 20480 k = 2 / 4 lost
+  //    (1.05-1.11x), so the band starts at 24576.
+  //  - E = 384 sigmoid k = 8, two lanes against the register path: 16-bit
+  //    0.67-0.93x at 16384-28672 (24576 rows 23.1 -> 15.5 us); fp32
+  //    0.84-0.91x at 20480-24576 and 1.22x at 28672, so fp32 stops there.
+  const bool narrow = logit_bytes == 2;
+  if (E == 128 && narrow_sigmoid && k >= 2 && rows >= 12288 && rows < 16384) return 4;
+  if (E == 128 && k == 2 && !narrow_sigmoid && rows >= 16384 && rows < 32768) return 4;
+  if (E == 320 && narrow_sigmoid && rows >= 24576 && rows < 32768) return 2;
+  if (E == 384 && !kp.softmax && k == 8 && rows >= (narrow ? 16384 : 20480) && rows < (narrow ? 32768 : 28672)) return 2;
   if (E == 128 && (k >= 2 || !kp.softmax) && rows >= 16384 && rows <= 32768) return 2;
   if (E == 192 && rows >= 8192 && rows <= (kp.softmax ? 24576 : 12288)) return 4;
   if (E == 256 && kp.softmax && k >= 4 && !(logit_bytes == 4 && k > 4) && rows >= 16384 && rows < 32768) return 4;
