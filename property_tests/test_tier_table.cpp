@@ -11,6 +11,7 @@
 #include "automatic_path_shapes.h"
 #include "musespark/errors.h"
 #include "routing_kernel.cuh"
+#include "thread_row_lane_bands.h"
 
 namespace musespark {
 namespace {
@@ -326,6 +327,41 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({24576, 384, 8, kBf16, kSoftmax}), 0);             // ... nor softmax
   // A requested count wins over the table's.
   EXPECT_EQ(cuda::thread_row_lanes(params_of({16384, 64, 8}), {.thread_row_lanes = 1}), 1);
+}
+
+// Every band of the lanes table (thread_row_lane_bands.h) is well formed
+// and one the row-per-thread path runs: its first call (fewest rows,
+// smallest k) takes that path with the band's lanes, or with an earlier
+// band's where one holds the call too (first match wins). A band naming
+// lanes the kernel refuses would otherwise fall back to another path
+// without a word.
+TEST(TierTable, EveryLaneBandRuns) {
+  std::size_t i = 0;
+  for (const cuda::ThreadRowLaneBand& b : cuda::kThreadRowLaneBands) {
+    SCOPED_TRACE("band " + std::to_string(i));
+    EXPECT_TRUE(b.lanes == 2 || b.lanes == 4);
+    EXPECT_LE(b.k_min, b.k_max);
+    EXPECT_LT(b.rows_min, b.rows_end);
+    const bool fp32 = b.logits == cuda::LaneBandLogits::kFp32;
+    const Call c{b.rows_min, b.experts, b.k_min, fp32 ? DType::kFloat32 : kBf16,
+                 b.norm == cuda::LaneBandNorm::kSoftmax ? kSoftmax : Normalization::kSigmoid};
+    EXPECT_EQ(path_of(c, {.force_path = 5, .thread_row_lanes = b.lanes}), "row-per-thread") << where(c);
+    expect_path(c, "row-per-thread");
+    cuda::KernelParams kp{};
+    kp.num_experts = static_cast<int>(c.experts);
+    kp.topk = static_cast<int>(c.topk);
+    kp.num_tokens = c.tokens;
+    kp.softmax = c.norm == kSoftmax;
+    int want = b.lanes;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (cuda::lane_band_holds(cuda::kThreadRowLaneBands[j], kp, fp32 ? 4 : 2)) {
+        want = cuda::kThreadRowLaneBands[j].lanes;
+        break;
+      }
+    }
+    EXPECT_EQ(cuda::thread_row_lanes(params_of(c)), want) << where(c);
+    ++i;
+  }
 }
 
 // The register path's selection from estimated scores: where the tier

@@ -12,6 +12,7 @@
 
 #include "routing_launch.cuh"
 #include "routing_path_instances.h"
+#include "thread_row_lane_bands.h"
 
 namespace musespark::cuda {
 
@@ -440,100 +441,8 @@ inline bool small_e_prefers_warp_row(const KernelParams& kp) {
 //    65536 rows and at E = 512 the table's choices stayed fastest.
 
 // Where the row-per-thread path runs with more lanes per row than
-// thread_row_lanes_per_row gives E: G lanes keep G times the warps on the
-// same rows, and between a wave of rows and the rows where one lane per
-// row fills the GPU that pays. 0: the table's lanes. Against the table's
-// choice before (the register path below these rows, the row-per-thread
-// path's lanes for E above them), H200, medians of two rounds:
-// (Swept at 8192, 12288, 16384, 24576, 32768 and 65536 rows; a band runs
-// from its first row count that won to below the first that did not.)
-//  - E = 64, k >= 4, 12288-32767 rows, two lanes: 0.62-0.96x the time
-//    (16384 rows 0.68-0.90x); at 32768 rows one lane is as fast (k = 8
-//    1.00-1.02x) and stays; k <= 2 gained only with bf16 sigmoid.
-//  - E = 128, k >= 2 or sigmoid, 16384-32768 rows, two lanes: 0.57-0.98x
-//    (fp32 softmax k = 2 at 24576 rows 1.03x); at 65536 rows one lane
-//    stays (two: 1.01-1.18x); softmax k = 1 lost (1.13-1.32x).
-//  - E = 192, four lanes: softmax at 8192-24576 rows 0.78-0.96x (fp32
-//    k = 1 at 12288 rows 1.03x), sigmoid at 8192-12288 rows 0.69-0.94x;
-//    at 32768 rows two lanes (1.05-1.18x for four).
-//  - E = 256 softmax k >= 4 at 16384-32767 rows, four lanes: 0.88-0.95x
-//    but fp32 k = 8 (1.00-1.02x), which stays on the register path.
-// The E between them, session 39 (H100, the same sweep at T = 8192-32768,
-// E = 96 / 160 / 224 / 288 / 352 / 416 / 480, k = 1 / 4 / 8, two rounds):
-//  - E = 96, 12288-32768 rows, two lanes: 0.44-0.92x (at 32768 rows, where
-//    sigmoid and softmax k = 1 already ran one lane, 0.62-0.97x); at 8192
-//    rows only bf16 sigmoid k >= 4 gained (0.80x), the rest 0.92-1.67x.
-//  - E = 160, 12288-16383 rows, its two lanes where the register path ran:
-//    0.68-0.90x; from 16384 rows the path runs already.
-//  - E = 224 sigmoid, the same rows: 0.77-0.92x (softmax 0.97-1.13x, left).
-//  - E = 288-480: the table's two lanes stayed within 0.95-1.05x of one
-//    lane but for k = 8 at 32768 rows (E = 288 fp32 softmax 0.91x, E = 352
-//    bf16 0.92-0.93x; left, narrow).
-// 16-bit sigmoid with small k, and E = 512 with k >= 5, session 52 (H100,
-// `gpu_run.sh paths`, PATHS_FORCE="0 5:1 5:2 5:4 [7]", three rounds, T =
-// 8192-49152; the rounds agreed within 1%), against the table's choice
-// (the register path, or the filter path at E = 512). Then as candidates
-// against the table before (H100, three interleaved rounds, 120 cells at
-// 12288-32768 rows, bf16 and fp16): 0.944x, 36 cells faster by > 3%, none
-// slower; the cells that moved 0.68-0.97x, fp16 as bf16.
-//  - E = 64, k = 1-3, two lanes: k = 3 from 12288 rows, k <= 2 from 16384
-//    (at 12288 1.00-1.02x), to 32767: 0.67-0.91x (24576 rows k = 1 / 2 /
-//    3 0.83 / 0.75 / 0.67x); fp32 mixed (0.87-1.07x), left.
-//  - E = 256, k = 1-3, four lanes at 12288-24575 rows: 0.77-0.95x (k = 3
-//    at 16384, where two lanes ran, 0.99x); two lanes at 24576-32767
-//    (k = 1 / 2: 0.76 / 0.69x; four there 0.98 / 0.83x). The H200 had
-//    put E = 256 sigmoid k = 1 at 16384 rows at 1.04-1.08x on two lanes
-//    (2026-12-03 sweep above); four lanes were not timed there.
-//  - E = 512, k = 5-8, 12288-24575 rows, four lanes: 0.84-0.92x; at 8192
-//    rows 0.99-1.02x and from 24576 1.02-1.09x (the filter path stays);
-//    k = 4 and fp32 lost (1.03-1.38x).
-inline int thread_row_lanes_preferred(const KernelParams& kp, int logit_bytes) {
-  const int E = kp.num_experts;
-  const std::int64_t rows = kp.num_tokens;
-  const int k = kp.topk;
-  const bool narrow_sigmoid = logit_bytes == 2 && !kp.softmax;
-  if (E == 64 && (k >= 4 || narrow_sigmoid) && rows >= (k >= 3 ? 12288 : 16384) && rows < 32768) return 2;
-  if (E == 256 && narrow_sigmoid && k <= 3 && rows >= 12288 && rows < 32768) return rows < 24576 ? 4 : 2;
-  if (E == 512 && narrow_sigmoid && k >= 5 && rows >= 12288 && rows < 24576) return 4;
-  // fp32 sigmoid, the same sweep: E = 64 k = 3 two lanes at 12288-24575
-  // rows (0.89-0.94x); E = 256 k = 2 four lanes at 16384-32767 (0.85 /
-  // 0.92x at 16384 / 24576; at 12288 1.06x).
-  const bool fp32_sigmoid = logit_bytes == 4 && !kp.softmax;
-  if (E == 64 && fp32_sigmoid && k == 3 && rows >= 12288 && rows < 24576) return 2;
-  if (E == 256 && fp32_sigmoid && k == 2 && rows >= 16384 && rows < 32768) return 4;
-  // The E between the anchor rows, session 53 (H100, PATHS_FORCE="0 5:1
-  // 5:2 5:4", T = 12288 / 16384 / 24576, E = 96-384, k = 1 / 2 / 4 / 8,
-  // two rounds), then as candidates against the table before (H100, three
-  // interleaved rounds, T = 12288-28672, E = 128 / 320 / 384, k = 1-8,
-  // both dtypes and normalizations: 0.985x over 288 cells for a first
-  // form whose E = 320 band began at 20480 rows and whose fp32 E = 384
-  // band ran to 32767; the bands below keep the cells that won):
-  //  - E = 128 16-bit sigmoid k >= 2, four lanes at 12288-16383 where the
-  //    register path ran: 0.80-0.90x.
-  //  - E = 128 k = 2 but 16-bit sigmoid, four lanes against the table's
-  //    two at 16384-32767: 0.82-0.94x to 24576 rows (softmax bf16 at 20480
-  //    12.2 -> 10.0 us), fp32 softmax 0.97x at 28672.
-  //  - E = 320 16-bit sigmoid, two lanes against four from 24576 rows:
-  //    0.75-0.83x there, 0.82-0.92x at 28672; at 20480 k = 2 / 4 lost
-  //    (1.05-1.11x), so the band starts at 24576.
-  //  - E = 384 sigmoid k = 8, two lanes against the register path: 16-bit
-  //    0.67-0.93x at 16384-28672 (24576 rows 23.1 -> 15.5 us); fp32
-  //    0.84-0.91x at 20480-24576 and 1.22x at 28672, so fp32 stops there.
-  const bool narrow = logit_bytes == 2;
-  if (E == 128 && narrow_sigmoid && k >= 2 && rows >= 12288 && rows < 16384) return 4;
-  if (E == 128 && k == 2 && !narrow_sigmoid && rows >= 16384 && rows < 32768) return 4;
-  if (E == 320 && narrow_sigmoid && rows >= 24576 && rows < 32768) return 2;
-  if (E == 384 && !kp.softmax && k == 8 && rows >= (narrow ? 16384 : 20480) && rows < (narrow ? 32768 : 28672)) return 2;
-  if (E == 128 && (k >= 2 || !kp.softmax) && rows >= 16384 && rows <= 32768) return 2;
-  if (E == 192 && rows >= 8192 && rows <= (kp.softmax ? 24576 : 12288)) return 4;
-  if (E == 256 && kp.softmax && k >= 4 && !(logit_bytes == 4 && k > 4) && rows >= 16384 && rows < 32768) return 4;
-  if (E == 96 && rows >= 12288 && rows <= 32768) return 2;
-  if ((E == 160 || (E == 224 && !kp.softmax)) && rows >= 12288 && rows < 16384) return 2;
-  // 16-bit sigmoid from 8192 rows (session 39's sweep, two rounds: E = 96
-  // k >= 4 0.80-0.81x, E = 160 0.86-0.92x; fp32 and softmax lost there).
-  if (narrow_sigmoid && rows >= 8192 && rows < 12288 && ((E == 96 && k >= 4) || E == 160)) return 2;
-  return 0;
-}
+// thread_row_lanes_per_row gives E: thread_row_lane_bands.h, the bands
+// with their measurements (host code, so test_tier_table reads the table).
 
 // The row-per-thread launch's lanes per row: the requested ones
 // (LaunchOptions::thread_row_lanes), else thread_row_lanes_preferred's,
