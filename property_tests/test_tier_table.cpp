@@ -331,8 +331,8 @@ TEST(TierTable, RowPerThreadLanesByRows) {
 
 // Every band of the lanes table (thread_row_lane_bands.h) is well formed
 // and one the row-per-thread path runs: its first call (fewest rows,
-// smallest k) takes that path with the band's lanes, or with an earlier
-// band's where one holds the call too (first match wins). A band naming
+// smallest k) lies in the band and takes that path with the table's lanes
+// (the band's, or an earlier band's where one holds the call too). A band naming
 // lanes the kernel refuses would otherwise fall back to another path
 // without a word.
 TEST(TierTable, EveryLaneBandRuns) {
@@ -352,14 +352,9 @@ TEST(TierTable, EveryLaneBandRuns) {
     kp.topk = static_cast<int>(c.topk);
     kp.num_tokens = c.tokens;
     kp.softmax = c.norm == kSoftmax;
-    int want = b.lanes;
-    for (std::size_t j = 0; j < i; ++j) {
-      if (cuda::lane_band_holds(cuda::kThreadRowLaneBands[j], kp, fp32 ? 4 : 2)) {
-        want = cuda::kThreadRowLaneBands[j].lanes;
-        break;
-      }
-    }
-    EXPECT_EQ(cuda::thread_row_lanes(params_of(c)), want) << where(c);
+    const int logit_bytes = fp32 ? 4 : 2;
+    EXPECT_TRUE(cuda::lane_band_holds(b, kp, logit_bytes)) << where(c);
+    EXPECT_EQ(cuda::thread_row_lanes(params_of(c)), cuda::thread_row_lanes_preferred(kp, logit_bytes)) << where(c);
     ++i;
   }
 }
