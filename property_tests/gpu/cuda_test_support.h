@@ -13,6 +13,7 @@
 #include <limits>
 #include <string>
 
+#include "../automatic_path_shapes.h"
 #include "../test_support.h"
 #include "harness/cuda_case.h"
 #include "musespark/errors.h"
@@ -43,6 +44,20 @@ inline void expect_reference_and_same_bits(const harness::RoutingCase& c, const 
                                            const cuda::LaunchOptions& other, const std::string& what) {
   EXPECT_TRUE(Passes(harness::compare_output(c, got))) << what;
   expect_bitwise_equal(got, harness::run_cuda_case(c, other), what);
+}
+
+// A case of one of automatic_path_shapes.h's shapes: its sizes, logits and
+// normalization, padded rows between the others, and `seed`.
+inline harness::CaseConfig case_config_of(const AutomaticPathShape& s, std::uint64_t seed) {
+  harness::CaseConfig cfg;
+  cfg.tokens = s.tokens;
+  cfg.experts = s.experts;
+  cfg.topk = s.topk;
+  cfg.logits_dtype = s.dtype;
+  cfg.normalization = s.norm;
+  cfg.padding = harness::PaddingMode::kSparse;
+  cfg.seed = seed;
+  return cfg;
 }
 
 // The tier table sends `c` to `path` (cuda::routing_path_name), and that

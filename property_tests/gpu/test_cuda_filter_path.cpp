@@ -12,7 +12,6 @@
 
 #include "harness/cuda_case.h"
 #include "musespark/errors.h"
-#include "../automatic_path_shapes.h"
 #include "../test_support.h"
 #include "cuda_test_support.h"
 
@@ -116,14 +115,8 @@ TEST(FilterPath, LargeBatches) {
 TEST(FilterPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
   for (const testing::AutomaticPathShape& s : testing::kFilterPathShapes) {
-    CaseConfig cfg;
-    cfg.experts = s.experts;
-    cfg.topk = s.topk;
-    cfg.tokens = s.tokens;
-    cfg.logits_dtype = s.dtype;
-    cfg.normalization = s.norm;
-    cfg.padding = harness::PaddingMode::kSparse;
-    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(s.experts * 3 + s.topk);
+    const CaseConfig cfg =
+        testing::case_config_of(s, testing::test_seed() + static_cast<std::uint64_t>(s.experts * 3 + s.topk));
     const RoutingCase c(cfg);
     testing::expect_automatic_path(c, "filter", describe(cfg));
   }

@@ -14,7 +14,6 @@
 
 #include "harness/cuda_case.h"
 #include "musespark/errors.h"
-#include "../automatic_path_shapes.h"
 #include "../test_support.h"
 #include "cuda_test_support.h"
 
@@ -97,28 +96,15 @@ TEST(ThreadRowPath, SelectionEdges) {
 // Where the tier table sends it (routing_tier_table.cuh,
 // thread_row_preferred) the path runs without being forced (chosen_path
 // must say so), with the lanes per row thread_row_lanes_preferred names
-// (automatic_path_shapes.h, which test_tier_table checks on the host too).
+// (automatic_path_shapes.h; test_tier_table checks each shape's path and
+// lanes on the host).
 TEST(ThreadRowPath, TakesLargeBatchesByItself) {
   SKIP_WITHOUT_GPU();
   std::uint64_t i = 0;
   for (const testing::AutomaticPathShape& s : testing::kThreadRowPathShapes) {
-    CaseConfig cfg;
-    cfg.experts = s.experts;
-    cfg.topk = s.topk;
-    cfg.tokens = s.tokens;
-    cfg.logits_dtype = s.dtype;
-    cfg.normalization = s.norm;
-    cfg.padding = harness::PaddingMode::kSparse;
-    cfg.seed = testing::test_seed() + static_cast<std::uint64_t>(s.experts) + 7919 * i++;
-    const RoutingCase c(cfg);
-    if (s.lanes != 0) {
-      alignas(16) static unsigned char stand_in[16];
-      EXPECT_EQ(cuda::thread_row_lanes(
-                    shape_only_params(s.tokens, s.experts, s.topk, s.dtype, s.norm, stand_in, stand_in)),
-                s.lanes)
-          << describe(cfg);
-    }
-    testing::expect_automatic_path(c, "row-per-thread", describe(cfg));
+    const CaseConfig cfg =
+        testing::case_config_of(s, testing::test_seed() + static_cast<std::uint64_t>(s.experts) + 7919 * i++);
+    testing::expect_automatic_path(RoutingCase(cfg), "row-per-thread", describe(cfg));
   }
 }
 
@@ -136,15 +122,8 @@ TEST(ThreadRowPath, HeldGridsMatchTheReference) {
   int held = 0;
   std::uint64_t i = 0;
   for (const testing::AutomaticPathShape& s : testing::kThreadRowHeldShapes) {
-    CaseConfig cfg;
-    cfg.tokens = s.tokens;
-    cfg.experts = s.experts;
-    cfg.topk = s.topk;
-    cfg.logits_dtype = s.dtype;
-    cfg.logits = i % 2 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
-    cfg.normalization = s.norm;
-    cfg.padding = harness::PaddingMode::kSparse;
-    cfg.seed = testing::test_seed() + 7919 * i++;
+    CaseConfig cfg = testing::case_config_of(s, testing::test_seed() + 7919 * i);
+    cfg.logits = i++ % 2 ? harness::LogitsDistribution::kQuantized : harness::LogitsDistribution::kNormal;
     alignas(16) static unsigned char stand_in[16];
     if (cuda::thread_row_blocks_per_sm(
             shape_only_params(s.tokens, s.experts, s.topk, s.dtype, s.norm, stand_in, stand_in),
