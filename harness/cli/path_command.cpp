@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <regex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,34 @@ struct PathSettings {
   int force_path = 0;
   int thread_row_lanes = 0;
   int sms = 132;  // an H100 SXM or H200
+  std::string row_runs;  // FIRST:LAST:STEP, or empty for one line per row count
 };
+
+// --row-runs FIRST:LAST:STEP: the rows FIRST, FIRST + STEP, ... up to LAST.
+struct RowWalk {
+  std::int64_t first, last, step;
+};
+
+RowWalk parse_row_walk(const std::string& text) {
+  const std::string usage = "--row-runs takes FIRST:LAST:STEP with 1 <= FIRST <= LAST and STEP >= 1, got '" + text + "'";
+  const std::size_t a = text.find(':');
+  const std::size_t b = a == std::string::npos ? a : text.find(':', a + 1);
+  if (b == std::string::npos || text.find(':', b + 1) != std::string::npos) throw ArgumentError(usage);
+  RowWalk walk{};
+  try {
+    std::size_t used = 0;
+    const std::string parts[3] = {text.substr(0, a), text.substr(a + 1, b - a - 1), text.substr(b + 1)};
+    std::int64_t* const into[3] = {&walk.first, &walk.last, &walk.step};
+    for (int i = 0; i < 3; ++i) {
+      *into[i] = std::stoll(parts[i], &used);
+      if (used != parts[i].size()) throw ArgumentError(usage);
+    }
+  } catch (const std::logic_error&) {  // stoll: not a number, or out of range
+    throw ArgumentError(usage);
+  }
+  if (walk.first < 1 || walk.last < walk.first || walk.step < 1) throw ArgumentError(usage);
+  return walk;
+}
 
 DType parse_logits_dtype(const std::string& name) {
   if (const std::optional<DType> t = logits_dtype_named(name)) return *t;
@@ -71,16 +100,55 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
   }
   return path;
 }
+
+// One line per run of rows that take the same path and form (the grid's
+// hold, which follows the rows, left out), for finding where the tier table
+// changes its mind along the rows: a run between two runs of one other path
+// is marked, as E = 192 sigmoid's register rows between two row-per-thread
+// bands were (session 54).
+int print_row_runs(const RowWalk& walk, const PathSettings& s, DType dtype, Normalization norm) {
+  static const std::regex hold(", at most [0-9]+ blocks per SM");
+  struct Run {
+    std::int64_t first, last;
+    std::string path;  // the form, without the hold
+    std::string name;  // the path alone
+  };
+  fmt::print("{:>8} {:>5}  {:<17}  path ({} logits, {}; runs of rows {}:{}:{})\n", "experts", "topk", "rows", s.dtype,
+             s.norm, walk.first, walk.last, walk.step);
+  for (std::int64_t E : s.experts)
+    for (std::int64_t k : s.topk) {
+      std::vector<Run> runs;
+      for (std::int64_t T = walk.first; T <= walk.last; T += walk.step) {
+        std::string path = std::regex_replace(
+            path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms), hold, "");
+        std::string name = path.substr(0, path.find(" ("));
+        if (!runs.empty() && runs.back().path == path) runs.back().last = T;
+        else runs.push_back({T, T, std::move(path), std::move(name)});
+        if (walk.last - T < walk.step) break;  // T + step would pass LAST (or overflow)
+      }
+      for (std::size_t i = 0; i < runs.size(); ++i) {
+        const bool between = i > 0 && i + 1 < runs.size() && runs[i - 1].name == runs[i + 1].name &&
+                             runs[i].name != runs[i - 1].name;
+        fmt::print("{:>8} {:>5}  {:<17}  {}{}\n", E, k, fmt::format("{}-{}", runs[i].first, runs[i].last),
+                   runs[i].path, between ? fmt::format("  <- between two {} runs", runs[i - 1].name) : "");
+      }
+    }
+  return 0;
+}
 #endif
 
 int run_path(const PathSettings& s) {
+  // Checked in every build, so that a bad walk is named before "no CUDA kernel".
+  const std::optional<RowWalk> walk = s.row_runs.empty() ? std::nullopt : std::optional(parse_row_walk(s.row_runs));
 #ifndef MUSESPARK_HAVE_CUDA
   (void)s;
+  (void)walk;
   fmt::print(stderr, "musespark path: this build has no CUDA kernel (no nvcc found, or MUSESPARK_ENABLE_CUDA=OFF)\n");
   return 2;
 #else
   const DType dtype = parse_logits_dtype(s.dtype);
   const Normalization norm = parse_normalization(s.norm);
+  if (walk) return print_row_runs(*walk, s, dtype, norm);
   fmt::print("{:>8} {:>8} {:>5}  path ({} logits, {})\n", "tokens", "experts", "topk", s.dtype, s.norm);
   for (std::int64_t E : s.experts)
     for (std::int64_t k : s.topk)
@@ -105,6 +173,9 @@ void add_path_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--force-path", settings->force_path, "check a forced path (1-8) against the call instead");
   cmd->add_option("--thread-row-lanes", settings->thread_row_lanes,
                   "the row-per-thread path's lanes per row (1, 2 or 4) instead of the table's");
+  cmd->add_option("--row-runs", settings->row_runs,
+                  "FIRST:LAST:STEP: walk the rows and print each run of rows on one path and form, marking a run "
+                  "between two runs of another path (instead of --tokens)");
   cmd->add_option("--sms", settings->sms, "the GPU's SM count, for the register path's blocks per SM (default 132)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->callback([settings, &exit_code] { exit_code = run_path(*settings); });
