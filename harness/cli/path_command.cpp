@@ -59,6 +59,10 @@ RowWalk parse_row_walk(const std::string& text) {
     throw ArgumentError(usage);
   }
   if (walk.first < 1 || walk.last < walk.first || walk.step < 1) throw ArgumentError(usage);
+  // A walk is for reading; a million row counts a shape is past that.
+  if (const std::int64_t counts = (walk.last - walk.first) / walk.step + 1; counts > 1'000'000)
+    throw ArgumentError("--row-runs '" + text + "' walks " + std::to_string(counts) +
+                        " row counts a shape; at most 1000000 (take a larger STEP)");
   return walk;
 }
 
