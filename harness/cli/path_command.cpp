@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -72,37 +71,50 @@ DType parse_logits_dtype(const std::string& name) {
 }
 
 #ifdef MUSESPARK_HAVE_CUDA
+// The kernel's answer for one call: the path, its form, and the blocks per
+// SM the grid is held to, kept apart so that a walk over the rows can
+// compare forms while the hold, which follows the rows, changes.
+struct PathAnswer {
+  std::string name;       // cuda::routing_path_name
+  std::string form;       // what goes in the parentheses but the hold; empty: none
+  int blocks_per_sm = 0;  // the grid's hold; 0: none
+
+  std::string text(bool with_hold) const {
+    std::string inside = form;
+    if (with_hold && blocks_per_sm > 0) inside += fmt::format(", at most {} blocks per SM", blocks_per_sm);
+    return inside.empty() ? name : fmt::format("{} ({})", name, inside);
+  }
+};
+
 // The kernel's choice reads the shape, the dtype, the normalization and the
 // alignment of the pointers, never the data: a 16-byte aligned host buffer
 // stands in.
-std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, Normalization norm, int force,
-                    int lanes, int sms) {
+PathAnswer path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, Normalization norm, int force,
+                   int lanes, int sms) {
   alignas(16) static unsigned char stand_in[16];
   cuda::LaunchOptions options;
   options.force_path = force;
   options.thread_row_lanes = lanes;
   const RoutingParams p = shape_only_params(T, E, k, dtype, norm, stand_in, stand_in);
   const cuda::RoutingPath chosen = cuda::chosen_path(p, options);
-  std::string path = cuda::routing_path_name(chosen);
+  PathAnswer answer{cuda::routing_path_name(chosen)};
   if (const int warps = cuda::block_threshold_pair_warps(p, options); warps > 0) {
     const int groups = cuda::block_threshold_pair_groups(p, options);  // 1 says nothing more
-    path += groups > 1 ? fmt::format(" ({} warps, two experts per thread, {} lane groups a warp)", warps, groups)
-                       : fmt::format(" ({} warps, two experts per thread)", warps);
+    answer.form = groups > 1 ? fmt::format("{} warps, two experts per thread, {} lane groups a warp", warps, groups)
+                             : fmt::format("{} warps, two experts per thread", warps);
   }
   if (chosen == cuda::RoutingPath::kRegister || chosen == cuda::RoutingPath::kRegisterScalarLoads) {
     const cuda::RegisterTier tier = cuda::register_tier(p, options);
-    const int blocks_per_sm = cuda::register_blocks_per_sm(p, sms, options);
-    path += fmt::format(" ({} lanes per row x {} experts per lane{}{})", tier.lanes, tier.experts_per_lane,
-                        cuda::register_rows_ranked(p, options) ? ", ranked" : "",
-                        blocks_per_sm > 0 ? fmt::format(", at most {} blocks per SM", blocks_per_sm) : "");
+    answer.form = fmt::format("{} lanes per row x {} experts per lane{}", tier.lanes, tier.experts_per_lane,
+                              cuda::register_rows_ranked(p, options) ? ", ranked" : "");
+    answer.blocks_per_sm = cuda::register_blocks_per_sm(p, sms, options);
   }
   if (chosen == cuda::RoutingPath::kThreadRow) {
-    const int lanes = cuda::thread_row_lanes(p, options);
-    const int blocks_per_sm = cuda::thread_row_blocks_per_sm(p, sms, options);
-    path += fmt::format(" ({} lane{} per row{})", lanes, lanes == 1 ? "" : "s",
-                        blocks_per_sm > 0 ? fmt::format(", at most {} blocks per SM", blocks_per_sm) : "");
+    const int row_lanes = cuda::thread_row_lanes(p, options);
+    answer.form = fmt::format("{} lane{} per row", row_lanes, row_lanes == 1 ? "" : "s");
+    answer.blocks_per_sm = cuda::thread_row_blocks_per_sm(p, sms, options);
   }
-  return path;
+  return answer;
 }
 
 // One line per run of rows that take the same path and form (the grid's
@@ -111,10 +123,9 @@ std::string path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype,
 // is marked, as E = 192 sigmoid's register rows between two row-per-thread
 // bands were (session 54).
 int print_row_runs(const RowWalk& walk, const PathSettings& s, DType dtype, Normalization norm) {
-  static const std::regex hold(", at most [0-9]+ blocks per SM");
   struct Run {
     std::int64_t first, last;
-    std::string path;  // the form, without the hold
+    std::string path;  // the path and its form, without the hold
     std::string name;  // the path alone
   };
   fmt::print("{:>8} {:>5}  {:<17}  path ({} logits, {}; runs of rows {}:{}:{})\n", "experts", "topk", "rows", s.dtype,
@@ -123,11 +134,10 @@ int print_row_runs(const RowWalk& walk, const PathSettings& s, DType dtype, Norm
     for (std::int64_t k : s.topk) {
       std::vector<Run> runs;
       for (std::int64_t T = walk.first; T <= walk.last; T += walk.step) {
-        std::string path = std::regex_replace(
-            path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms), hold, "");
-        std::string name = path.substr(0, path.find(" ("));
+        PathAnswer answer = path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms);
+        std::string path = answer.text(false);
         if (!runs.empty() && runs.back().path == path) runs.back().last = T;
-        else runs.push_back({T, T, std::move(path), std::move(name)});
+        else runs.push_back({T, T, std::move(path), std::move(answer.name)});
         if (walk.last - T < walk.step) break;  // T + step would pass LAST (or overflow)
       }
       for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -158,7 +168,7 @@ int run_path(const PathSettings& s) {
     for (std::int64_t k : s.topk)
       for (std::int64_t T : s.tokens)
         fmt::print("{:>8} {:>8} {:>5}  {}\n", T, E, k,
-                   path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms));
+                   path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms).text(true));
   return 0;
 #endif
 }
