@@ -23,7 +23,10 @@
 #             CANDIDATE_ROUNDS (2) interleaved rounds, each compared with the
 #             baseline; CANDIDATE_TESTS=1 also runs each one's GPU kernel tests
 #             (CANDIDATE_TEST_NAMES, those the tree defines);
-#             CANDIDATE_AXES (routing_benchmark flags) replaces the preset
+#             CANDIDATE_AXES (routing_benchmark flags) replaces the preset;
+#             CANDIDATE_NAMES picks some trees (their names under .candidates/),
+#             CANDIDATE_TAG names the step's logs, so that a second step times
+#             other trees on other axes with the builds kept from the first
 #   paths     the paths of PATHS_FORCE ("1 2": register, shared; "7:2": the filter
 #             path with 2 rows per warp task, column "path 7r2"; "5:4": the
 #             row-per-thread path with 4 lanes per row, "path 5l4") forced on the same
@@ -246,7 +249,20 @@ for step in "${steps[@]}"; do
       # All trees build side by side (a tree's build is a handful of long
       # nvcc jobs, so one at a time leaves most cores idle), the candidates'
       # tests included when asked for.
-      dirs=(.candidates/*/)
+      # CANDIDATE_NAMES: only these trees of .candidates (their directory
+      # names), so that one call can time some trees on one set of axes and
+      # others on another (a second `candidates` step reuses the kept
+      # builds); CANDIDATE_TAG names that step's logs (cand_TAG_*).
+      dirs=()
+      for dir in .candidates/*/; do
+        if [ -z "${CANDIDATE_NAMES:-}" ] || [[ " $CANDIDATE_NAMES " == *" $(basename "$dir") "* ]]; then dirs+=("$dir"); fi
+      done
+      if [ ${#dirs[@]} -eq 0 ]; then
+        echo "candidates: no tree of .candidates is named in CANDIDATE_NAMES ('${CANDIDATE_NAMES:-}'): $(ls .candidates | tr '\n' ' ')" \
+          | tee -a "$OUT/summary.log"
+        status=1; continue
+      fi
+      cand_prefix=cand${CANDIDATE_TAG:+_$CANDIDATE_TAG}
       # CANDIDATE_TESTS=1: each tree's GPU tests of the kernel too (those of
       # CANDIDATE_TEST_NAMES that the tree defines, so a branch may add one).
       test_names=(${CANDIDATE_TEST_NAMES:-test_cuda_kernel test_cuda_thread_row test_cuda_filter_path test_cuda_estimate_select test_cuda_routing_math})
@@ -283,11 +299,11 @@ for step in "${steps[@]}"; do
       cand_args="${CANDIDATE_AXES:---preset=$preset} --impls=cuda --benchmark_repetitions=3"
       for round in $(seq 1 "$rounds"); do
         log "candidates: round $round of $rounds (baseline, ${names[*]})"
-        .baseline/build/gpu/perf/routing_benchmark $cand_args --benchmark_out="$LOGS/cand_baseline_$round.json" \
-          --benchmark_out_format=json > "$LOGS/cand_baseline_$round.log" 2>&1 || status=1
+        .baseline/build/gpu/perf/routing_benchmark $cand_args --benchmark_out="$LOGS/${cand_prefix}_baseline_$round.json" \
+          --benchmark_out_format=json > "$LOGS/${cand_prefix}_baseline_$round.log" 2>&1 || status=1
         for name in "${names[@]}"; do
-          ".candidates/$name/build/gpu/perf/routing_benchmark" $cand_args --benchmark_out="$LOGS/cand_${name}_$round.json" \
-            --benchmark_out_format=json > "$LOGS/cand_${name}_$round.log" 2>&1 || status=1
+          ".candidates/$name/build/gpu/perf/routing_benchmark" $cand_args --benchmark_out="$LOGS/${cand_prefix}_${name}_$round.json" \
+            --benchmark_out_format=json > "$LOGS/${cand_prefix}_${name}_$round.log" 2>&1 || status=1
         done
       done
       # The trees' tests (built with the benchmark above) all start at once,
@@ -305,16 +321,16 @@ for step in "${steps[@]}"; do
         done
       fi
       # Besides each round, all rounds merged per tree (merge_rounds).
-      [ "$rounds" -gt 1 ] && { merge_rounds "$LOGS/cand_baseline_" "$rounds" || status=1; }
+      [ "$rounds" -gt 1 ] && { merge_rounds "$LOGS/${cand_prefix}_baseline_" "$rounds" || status=1; }
       for name in "${names[@]}"; do
         log "candidates: $name ($(cat ".candidates/$name/COMMIT")) against the baseline ($(cat .baseline/COMMIT))"
         for round in $(seq 1 "$rounds"); do
-          compare_runs "$LOGS/cand_${name}_$round.json" "$LOGS/cand_baseline_$round.json" "$LOGS/cand_${name}_compare_$round.log" \
+          compare_runs "$LOGS/${cand_prefix}_${name}_$round.json" "$LOGS/${cand_prefix}_baseline_$round.json" "$LOGS/${cand_prefix}_${name}_compare_$round.log" \
             | tee -a "$OUT/summary.log"
         done
-        if [ "$rounds" -gt 1 ] && merge_rounds "$LOGS/cand_${name}_" "$rounds"; then
+        if [ "$rounds" -gt 1 ] && merge_rounds "$LOGS/${cand_prefix}_${name}_" "$rounds"; then
           echo "$name, all $rounds rounds merged:" | tee -a "$OUT/summary.log"
-          compare_runs "$LOGS/cand_${name}_all.json" "$LOGS/cand_baseline_all.json" "$LOGS/cand_${name}_compare_all.log" \
+          compare_runs "$LOGS/${cand_prefix}_${name}_all.json" "$LOGS/${cand_prefix}_baseline_all.json" "$LOGS/${cand_prefix}_${name}_compare_all.log" \
             | tee -a "$OUT/summary.log"
         fi
       done
