@@ -33,6 +33,7 @@ struct PathSettings {
   int thread_row_lanes = 0;
   int sms = 132;  // an H100 SXM or H200
   std::string row_runs;  // FIRST:LAST:STEP, or empty for one line per row count
+  bool marked_only = false;  // with row_runs: only the shapes with a marked run
 };
 
 // --row-runs FIRST:LAST:STEP: the rows FIRST, FIRST + STEP, ... up to LAST.
@@ -121,7 +122,9 @@ PathAnswer path_of(std::int64_t T, std::int64_t E, std::int64_t k, DType dtype, 
 // hold, which follows the rows, left out), for finding where the tier table
 // changes its mind along the rows: a run between two runs of one other path
 // is marked, as E = 192 sigmoid's register rows between two row-per-thread
-// bands were (session 54).
+// bands were (session 54). With marked_only, only the shapes that have
+// such a run are printed (all their runs), so that one command audits the
+// whole table for them; the last line counts them.
 int print_row_runs(const RowWalk& walk, const PathSettings& s, DType dtype, Normalization norm) {
   struct Run {
     std::int64_t first, last;
@@ -130,8 +133,10 @@ int print_row_runs(const RowWalk& walk, const PathSettings& s, DType dtype, Norm
   };
   fmt::print("{:>8} {:>5}  {:<17}  path ({} logits, {}; runs of rows {}:{}:{})\n", "experts", "topk", "rows", s.dtype,
              s.norm, walk.first, walk.last, walk.step);
+  int shapes = 0, marked_shapes = 0;
   for (std::int64_t E : s.experts)
     for (std::int64_t k : s.topk) {
+      ++shapes;
       std::vector<Run> runs;
       for (std::int64_t T = walk.first; T <= walk.last; T += walk.step) {
         PathAnswer answer = path_of(T, E, k, dtype, norm, s.force_path, s.thread_row_lanes, s.sms);
@@ -140,19 +145,25 @@ int print_row_runs(const RowWalk& walk, const PathSettings& s, DType dtype, Norm
         else runs.push_back({T, T, std::move(path), std::move(answer.name)});
         if (walk.last - T < walk.step) break;  // T + step would pass LAST (or overflow)
       }
-      for (std::size_t i = 0; i < runs.size(); ++i) {
-        const bool between = i > 0 && i + 1 < runs.size() && runs[i - 1].name == runs[i + 1].name &&
-                             runs[i].name != runs[i - 1].name;
+      const auto between = [&runs](std::size_t i) {
+        return i > 0 && i + 1 < runs.size() && runs[i - 1].name == runs[i + 1].name && runs[i].name != runs[i - 1].name;
+      };
+      bool marked = false;
+      for (std::size_t i = 0; i < runs.size(); ++i) marked = marked || between(i);
+      marked_shapes += marked ? 1 : 0;
+      if (s.marked_only && !marked) continue;
+      for (std::size_t i = 0; i < runs.size(); ++i)
         fmt::print("{:>8} {:>5}  {:<17}  {}{}\n", E, k, fmt::format("{}-{}", runs[i].first, runs[i].last),
-                   runs[i].path, between ? fmt::format("  <- between two {} runs", runs[i - 1].name) : "");
-      }
+                   runs[i].path, between(i) ? fmt::format("  <- between two {} runs", runs[i - 1].name) : "");
     }
+  if (s.marked_only) fmt::print("{} of {} shapes have a run between two runs of another path\n", marked_shapes, shapes);
   return 0;
 }
 #endif
 
 int run_path(const PathSettings& s) {
   // Checked in every build, so that a bad walk is named before "no CUDA kernel".
+  if (s.marked_only && s.row_runs.empty()) throw ArgumentError("--marked-only needs --row-runs FIRST:LAST:STEP");
   const std::optional<RowWalk> walk = s.row_runs.empty() ? std::nullopt : std::optional(parse_row_walk(s.row_runs));
 #ifndef MUSESPARK_HAVE_CUDA
   (void)s;
@@ -190,6 +201,8 @@ void add_path_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--row-runs", settings->row_runs,
                   "FIRST:LAST:STEP: walk the rows and print each run of rows on one path and form, marking a run "
                   "between two runs of another path (instead of --tokens)");
+  cmd->add_flag("--marked-only", settings->marked_only,
+                "with --row-runs: print only the shapes with a marked run, and count them");
   cmd->add_option("--sms", settings->sms, "the GPU's SM count, for the register path's blocks per SM (default 132)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->callback([settings, &exit_code] { exit_code = run_path(*settings); });
