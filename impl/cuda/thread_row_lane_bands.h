@@ -77,6 +77,26 @@ namespace musespark::cuda {
 //  - E = 384 sigmoid k = 8, two lanes against the register path: 16-bit
 //    0.67-0.93x at 16384-28672 (24576 rows 23.1 -> 15.5 us); fp32
 //    0.84-0.91x at 20480-24576 and 1.22x at 28672, so fp32 stops there.
+// Session 54 (H100, PATHS_FORCE="0 5:1 5:2 5:4 7", T = 12288 / 20480 /
+// 28672, E = 192 / 256 / 448 / 512, k = 1 / 2 / 4 / 8, two rounds; then an
+// H200 sweep at T = 10240-26624 in steps of 2048-4096 for the same E with
+// sigmoid; a band keeps what both machines agree on):
+//  - E = 192 sigmoid at 12289-16383 rows ran the register path, a gap
+//    between the four-lane band and the path's own rows: on the H200 at
+//    14336 rows four lanes took 0.69-0.82x its time.
+//  - E = 192 fp32 sigmoid k = 2, four lanes to 26623 rows: 0.87x at 20480
+//    (H100), 0.83-0.91x at 16384-24576 (H200), 0.98-0.99x at 26624-28672.
+//    k = 1 and k = 8 at 10240-16383, two lanes against four: 0.89-0.93x
+//    (H100 12288, H200 10240 and 14336).
+//  - E = 256 16-bit sigmoid k = 4 / 8 at 12288-16383, four lanes where the
+//    register path ran: 0.82 / 0.93x (H100 12288), 0.82 / 0.94x (H200
+//    14336); fp32 k = 4 two lanes 0.95x / 0.89x.
+//  - At 18432-22528 rows four lanes lose a wave: E = 256 16-bit sigmoid
+//    k = 1 on two lanes 0.85x (H100 20480), 0.84-0.89x (H200 18432 /
+//    22528), and the H200's A/B of sessions 52-53's bands put four lanes
+//    at 1.068x there; E = 512 16-bit sigmoid k = 8 on four lanes 1.056x
+//    against the filter path at 20480 (H200), which the sweep put at
+//    0.89-0.95x of four lanes at 18432-22528 on both machines.
 //
 // The bands as rows of one table, first match wins: E, the logits and the
 // normalization a band holds, k in [k_min, k_max], rows in [rows_min,
@@ -100,9 +120,12 @@ inline constexpr ThreadRowLaneBand kThreadRowLaneBands[] = {
     {64, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 3, 3, 12288, 32768, 2},
     {64, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 1, 2, 16384, 32768, 2},
     // E = 256 and 512, 16-bit sigmoid (session 52).
+    // Session 54 first: 16-bit sigmoid E = 256 k = 1 leaves four lanes at
+    // 18432 rows, and E = 512 k >= 5 there for the filter path.
+    {256, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 1, 1, 18432, 32768, 2},
     {256, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 1, 3, 12288, 24576, 4},
     {256, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 1, 3, 24576, 32768, 2},
-    {512, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 5, kAnyK, 12288, 24576, 4},
+    {512, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 5, kAnyK, 12288, 18432, 4},
     // fp32 sigmoid, the same sweep: E = 64 k = 3 two lanes at 12288-24575
     // rows (0.89-0.94x); E = 256 k = 2 four lanes at 16384-32767 (0.85 /
     // 0.92x at 16384 / 24576; at 12288 1.06x).
@@ -120,9 +143,18 @@ inline constexpr ThreadRowLaneBand kThreadRowLaneBands[] = {
     {128, LaneBandLogits::kAny, LaneBandNorm::kAny, 2, kAnyK, 16384, 32769, 2},
     {128, LaneBandLogits::kAny, LaneBandNorm::kSigmoid, 1, 1, 16384, 32769, 2},
     {192, LaneBandLogits::kAny, LaneBandNorm::kSoftmax, 1, kAnyK, 8192, 24577, 4},
-    {192, LaneBandLogits::kAny, LaneBandNorm::kSigmoid, 1, kAnyK, 8192, 12289, 4},
+    // Session 54: fp32 sigmoid E = 192 k = 1 and 8 on two lanes, k = 2 on
+    // four to 26623; every E = 192 sigmoid row to 16383 on the path.
+    {192, LaneBandLogits::kFp32, LaneBandNorm::kSigmoid, 1, 1, 10240, 16384, 2},
+    {192, LaneBandLogits::kFp32, LaneBandNorm::kSigmoid, 8, 8, 10240, 16384, 2},
+    {192, LaneBandLogits::kFp32, LaneBandNorm::kSigmoid, 2, 2, 16384, 26624, 4},
+    {192, LaneBandLogits::kAny, LaneBandNorm::kSigmoid, 1, kAnyK, 8192, 16384, 4},
     {256, LaneBandLogits::k16Bit, LaneBandNorm::kSoftmax, 4, kAnyK, 16384, 32768, 4},
     {256, LaneBandLogits::kFp32, LaneBandNorm::kSoftmax, 4, 4, 16384, 32768, 4},
+    // Session 54: E = 256 sigmoid k >= 4 below 16384 rows, where the
+    // register path ran: 16-bit on four lanes, fp32 k = 4 on two.
+    {256, LaneBandLogits::k16Bit, LaneBandNorm::kSigmoid, 4, 8, 12288, 16384, 4},
+    {256, LaneBandLogits::kFp32, LaneBandNorm::kSigmoid, 4, 4, 12288, 16384, 2},
     // Session 39's E between them: E = 96, E = 160, E = 224 sigmoid.
     {96, LaneBandLogits::kAny, LaneBandNorm::kAny, 1, kAnyK, 12288, 32769, 2},
     {160, LaneBandLogits::kAny, LaneBandNorm::kAny, 1, kAnyK, 12288, 16384, 2},
