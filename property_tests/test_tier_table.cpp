@@ -202,7 +202,7 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({24575, 64, 2}, "register");
   expect_path({24575, 64, 1}, "register");
   expect_path({16384, 192, 1}, "row-per-thread");                     // E in (128, 256) sigmoid from 16384
-  expect_path({16383, 192, 8}, "register");
+  expect_path({8191, 192, 8}, "register");                          // ... below that, the lanes bands from 8192
   expect_path({8192, 320, 4}, "row-per-thread");                      // E > 256, not full: from 8192
   expect_path({8191, 320, 4, kBf16}, "register");
   expect_path({16384, 192, 1, DType::kFloat32, kSoftmax}, "row-per-thread");  // softmax, E in (128, 256): from 16384
@@ -224,8 +224,8 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 256, 1, DType::kFloat32, kSoftmax}, "filter");  // ... up to 65536 rows
   expect_path({65536, 512, 1}, "filter");
   expect_path({65536, 384, 8}, "filter");
-  expect_path({16384, 512, 8, kBf16}, "row-per-thread");  // 16-bit sigmoid k >= 5, 12288-24575 rows
-  expect_path({24576, 512, 8, kBf16}, "filter");
+  expect_path({16384, 512, 8, kBf16}, "row-per-thread");  // 16-bit sigmoid k >= 5, 12288-18431 rows
+  expect_path({18432, 512, 8, kBf16}, "filter");
   expect_path({16384, 512, 8}, "filter");
 }
 
@@ -249,8 +249,16 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({8192, 192, 1, DType::kFloat32, kSoftmax}), 4);    // E = 192: four lanes, softmax 8192-24576
   EXPECT_EQ(lanes({24576, 192, 8, kBf16, kSoftmax}), 4);
   EXPECT_EQ(lanes({24577, 192, 8, kBf16, kSoftmax}), 2);
-  EXPECT_EQ(lanes({12288, 192, 4}), 4);                              // ... sigmoid 8192-12288
-  EXPECT_EQ(lanes({12289, 192, 4}), 0);
+  EXPECT_EQ(lanes({12288, 192, 4}), 4);                              // ... sigmoid 8192-16383
+  EXPECT_EQ(lanes({16383, 192, 4, kBf16}), 4);
+  EXPECT_EQ(lanes({12288, 192, 1}), 2);                              // ... but fp32 k = 1 and 8 two lanes from 10240
+  EXPECT_EQ(lanes({16383, 192, 8}), 2);
+  EXPECT_EQ(lanes({10239, 192, 8}), 4);
+  EXPECT_EQ(lanes({12288, 192, 8, kBf16}), 4);
+  EXPECT_EQ(lanes({16384, 192, 2}), 4);                              // ... and fp32 k = 2 four lanes to 26623
+  EXPECT_EQ(lanes({26623, 192, 2}), 4);
+  EXPECT_EQ(lanes({26624, 192, 2}), 2);
+  EXPECT_EQ(lanes({16384, 192, 2, kBf16}), 2);
   EXPECT_EQ(lanes({16384, 192, 4}), 2);
   EXPECT_EQ(lanes({8191, 192, 4}), 0);
   EXPECT_EQ(lanes({16384, 256, 4, DType::kFloat32, kSoftmax}), 4);   // E = 256 softmax k >= 4: 16384-32767
@@ -282,14 +290,21 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({16384, 64, 2, kBf16, kSoftmax}), 0);              // ... not softmax
   EXPECT_EQ(lanes({12288, 256, 1, kBf16}), 4);                       // E = 256 k <= 3: four lanes to 24575
   EXPECT_EQ(lanes({24575, 256, 3, kBf16}), 4);
+  EXPECT_EQ(lanes({18431, 256, 1, kBf16}), 4);                       // ... k = 1 only to 18431, then two
+  EXPECT_EQ(lanes({18432, 256, 1, kBf16}), 2);
   EXPECT_EQ(lanes({24576, 256, 2, kBf16}), 2);                       // ... two to 32767
   EXPECT_EQ(lanes({32768, 256, 1, kBf16}), 2);                       // ... the table's two, as before
   EXPECT_EQ(lanes({12287, 256, 1, kBf16}), 0);
   EXPECT_EQ(lanes({16384, 256, 1}), 0);                              // ... not fp32
-  EXPECT_EQ(lanes({16384, 256, 4, kBf16}), 2);                       // ... nor k >= 4
-  EXPECT_EQ(lanes({12288, 512, 5, kBf16}), 4);                       // E = 512 k >= 5: four lanes, 12288-24575
-  EXPECT_EQ(lanes({24575, 512, 8, kBf16}), 4);
-  EXPECT_EQ(lanes({24576, 512, 8, kBf16}), 0);                       // ... the filter path from 24576
+  EXPECT_EQ(lanes({16384, 256, 4, kBf16}), 2);                       // ... nor k >= 4 from 16384
+  EXPECT_EQ(lanes({12288, 256, 4, kBf16}), 4);                       // 16-bit k = 4-8 four lanes at 12288-16383
+  EXPECT_EQ(lanes({16383, 256, 8, kBf16}), 4);
+  EXPECT_EQ(lanes({12287, 256, 8, kBf16}), 0);
+  EXPECT_EQ(lanes({12288, 256, 4}), 2);                              // ... fp32 k = 4 two lanes there
+  EXPECT_EQ(lanes({12288, 256, 8}), 0);
+  EXPECT_EQ(lanes({12288, 512, 5, kBf16}), 4);                       // E = 512 k >= 5: four lanes, 12288-18431
+  EXPECT_EQ(lanes({18431, 512, 8, kBf16}), 4);
+  EXPECT_EQ(lanes({18432, 512, 8, kBf16}), 0);                       // ... the filter path from 18432
   EXPECT_EQ(lanes({16384, 512, 4, kBf16}), 0);                       // ... not k = 4
   EXPECT_EQ(lanes({16384, 512, 8}), 0);                              // ... nor fp32
   EXPECT_EQ(lanes({12287, 512, 8, kBf16}), 0);
