@@ -97,6 +97,15 @@ namespace musespark::cuda {
 //    at 1.068x there; E = 512 16-bit sigmoid k = 8 on four lanes 1.056x
 //    against the filter path at 20480 (H200), which the sweep put at
 //    0.89-0.95x of four lanes at 18432-22528 on both machines.
+//  Timed as one change against the table before (session 56, H100, three
+//  rounds, T = 10240-26624 in steps of 2048, E = 192 / 256 / 512, k = 1 /
+//  2 / 4 / 5 / 8, both widths, sigmoid): 0.979x over 270 cells, 34 faster
+//  by > 3% and none slower in any round. E = 192 at 14336 rows 0.69-0.91x
+//  (bf16 k = 4 11.56 -> 7.98 us); fp32 E = 192 k = 2 0.83-0.92x at
+//  16384-24576, k = 1 / 8 0.89-0.93x at 10240-12288; E = 256 16-bit k = 4
+//  0.82x and k = 8 0.93x at 12288-14336 (k = 5 even, 1.008-1.010x), fp32
+//  k = 4 0.89-0.95x; bf16 E = 256 k = 1 0.84-0.89x at 18432-22528; bf16
+//  E = 512 k = 5 / 8 on the filter path 0.83-0.95x at 18432-22528.
 //
 // The bands as rows of one table, first match wins: E, the logits and the
 // normalization a band holds, k in [k_min, k_max], rows in [rows_min,
