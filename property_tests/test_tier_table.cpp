@@ -166,6 +166,10 @@ TEST(TierTable, LargeBatchCells) {
   expect_path({65536, 48, 1}, "row-per-thread");
   expect_path({32767, 112, 1}, "register");                           // E in (64, 128]: from 32768
   expect_path({32768, 128, 1}, "row-per-thread");
+  expect_path({32769, 96, 1, DType::kFloat32, kSoftmax}, "row-per-thread");  // E = 96 softmax k = 1: two lanes,
+  expect_path({65536, 96, 1, DType::kFloat32, kSoftmax}, "row-per-thread");  // ... then one (both widths)
+  expect_path({65536, 96, 1, kBf16, kSoftmax}, "row-per-thread");
+  expect_path({32769, 112, 1, DType::kFloat32, kSoftmax}, "register");       // ... E = 96 alone
   expect_path({65536, 128, 1}, "row-per-thread");
   expect_path({32768, 64, 2, DType::kFloat32, kSoftmax}, "row-per-thread");  // E in [64, 128] softmax k > 1 from 32768
   expect_path({32767, 64, 2, DType::kFloat32, kSoftmax}, "register");
@@ -272,6 +276,12 @@ TEST(TierTable, RowPerThreadLanesByRows) {
   EXPECT_EQ(lanes({32768, 96, 8}), 2);
   EXPECT_EQ(lanes({32769, 96, 8}), 1);
   EXPECT_EQ(lanes({12287, 96, 8}), 0);
+  EXPECT_EQ(lanes({32769, 96, 1, DType::kFloat32, kSoftmax}), 2);   // ... softmax k = 1 to 61439
+  EXPECT_EQ(lanes({61439, 96, 1, kBf16, kSoftmax}), 2);
+  EXPECT_EQ(lanes({61440, 96, 1, kBf16, kSoftmax}), 1);           // ... from 61440: one lane, both widths
+  EXPECT_EQ(lanes({61440, 96, 1, DType::kFloat32, kSoftmax}), 1);
+  EXPECT_EQ(lanes({65536, 96, 1, DType::kFloat32, kSoftmax}), 1);
+  EXPECT_EQ(lanes({32769, 96, 2, DType::kFloat32, kSoftmax}), 1);   // ... but k > 1: one lane, the path's own
   EXPECT_EQ(lanes({12288, 160, 1, kBf16, kSoftmax}), 2);            // E = 160: from 12288 rows
   EXPECT_EQ(lanes({12287, 160, 8, kBf16}), 2);                       // ... 16-bit sigmoid from 8192
   EXPECT_EQ(lanes({12287, 160, 8}), 0);

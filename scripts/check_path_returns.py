@@ -72,7 +72,7 @@ def main():
     for dtype, norm, experts, k in stale:
         print(f"{args.accepted} lists {dtype} {norm} E = {experts} k = {k}, which has no path return now:"
               f" remove it")
-    print(f"path returns: {len(marked)} shapes marked over {len(WIDTHS) * len(NORMS) * 32 * 8} shapes,"
+    print(f"path returns: {len(marked)} of {len(WIDTHS) * len(NORMS) * 32 * 8} shapes marked,"
           f" {len(marked) - len(unexpected)} accepted, {len(unexpected)} not accepted, {len(stale)} listed but gone")
     return 1 if unexpected or stale else 0
 

@@ -463,7 +463,12 @@ inline bool thread_row_preferred(const KernelParams& kp, int logit_bytes) {
     // register path's time there (session 52, H100; k = 1 1.03x).
     const bool e64_fp32_small_k = E == 64 && !narrow && (kp.topk == 2 || kp.topk == 3);
     if (!kp.softmax) return rows >= (kp.topk == 1 && E < 64 ? 65536 : e64_fp32_small_k ? 24576 : 32768);
-    if (kp.topk == 1) return E >= 64 && narrow && rows >= 65536;
+    // E = 96 softmax k = 1 past the two-lane band (to 32768 rows), where
+    // the register path ran: on this path (two lanes to 61439 rows, then
+    // one; thread_row_lane_bands.h): H100, session 56, 0.61-0.76x the
+    // register path's time at 36864-65536 rows (fp32 at 65536 25.9 ->
+    // 15.8 us).
+    if (kp.topk == 1) return E >= 64 && ((narrow && rows >= 65536) || (E == 96 && rows > 32768));
     if (E >= 64) return rows >= 32768;
     return rows >= 65536 && (narrow || kp.topk >= 4);
   }

@@ -166,6 +166,12 @@ inline constexpr ThreadRowLaneBand kThreadRowLaneBands[] = {
     {256, LaneBandLogits::kFp32, LaneBandNorm::kSigmoid, 4, 4, 12288, 16384, 2},
     // Session 39's E between them: E = 96, E = 160, E = 224 sigmoid.
     {96, LaneBandLogits::kAny, LaneBandNorm::kAny, 1, kAnyK, 12288, 32769, 2},
+    // Session 56 (H100, three rounds, T = 32768-65536): softmax k = 1 past
+    // the band above ran the register path (thread_row_preferred now sends
+    // those rows to this path); two lanes against it 0.64-0.76x at
+    // 36864-53248 rows, one lane 0.68-1.01x there; at 61440 one lane
+    // 0.61-0.64x, two 0.62-0.66x, so two lanes stop there.
+    {96, LaneBandLogits::kAny, LaneBandNorm::kSoftmax, 1, 1, 32769, 61440, 2},
     {160, LaneBandLogits::kAny, LaneBandNorm::kAny, 1, kAnyK, 12288, 16384, 2},
     {224, LaneBandLogits::kAny, LaneBandNorm::kSigmoid, 1, kAnyK, 12288, 16384, 2},
     // 16-bit sigmoid from 8192 rows (session 39's sweep, two rounds: E = 96
