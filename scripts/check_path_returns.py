@@ -19,14 +19,14 @@ import sys
 WIDTHS = ("float32", "bfloat16")  # the table asks only whether logits are 4-byte
 NORMS = ("sigmoid", "softmax")
 ROWS = "8192:65536:1024"
-EXPERTS = ",".join(str(e) for e in range(16, 513, 16))
-TOPK = "1,2,3,4,5,6,7,8"
+EXPERTS = range(16, 513, 16)
+TOPK = range(1, 9)
 SHAPE_LINE = re.compile(r"^\s*(\d+)\s+(\d+)\s+\d+-\d+\s+.*<- between two ")
 
 
 def read_accepted(path):
-    """(dtype, norm, experts, topk) -> reason, from lines `dtype norm E K-range reason`."""
-    accepted = {}
+    """The (dtype, norm, experts, topk) of lines `dtype norm E K-range reason` (a reason is required)."""
+    accepted = set()
     with open(path, encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             line = line.strip()
@@ -37,7 +37,7 @@ def read_accepted(path):
                 sys.exit(f"{path}:{line_no}: expected `dtype norm experts k-or-range reason`, got `{line}`")
             first, _, last = fields[3].partition("-")
             for k in range(int(first), int(last or first) + 1):
-                accepted[(fields[0], fields[1], int(fields[2]), k)] = fields[4]
+                accepted.add((fields[0], fields[1], int(fields[2]), k))
     return accepted
 
 
@@ -45,7 +45,8 @@ def marked_shapes(musespark):
     marked = set()
     for dtype in WIDTHS:
         for norm in NORMS:
-            command = [musespark, "path", "--row-runs", ROWS, "--experts", EXPERTS, "--topk", TOPK,
+            command = [musespark, "path", "--row-runs", ROWS, "--experts", ",".join(map(str, EXPERTS)),
+                       "--topk", ",".join(map(str, TOPK)),
                        "--dtype", dtype, "--norm", norm, "--marked-only"]
             run = subprocess.run(command, capture_output=True, text=True)
             if run.returncode != 0:
@@ -64,15 +65,15 @@ def main():
     args = parser.parse_args()
     accepted = read_accepted(args.accepted)
     marked = marked_shapes(args.musespark)
-    unexpected = sorted(marked - accepted.keys())
-    stale = sorted(accepted.keys() - marked)
+    unexpected = sorted(marked - accepted)
+    stale = sorted(accepted - marked)
     for dtype, norm, experts, k in unexpected:
         print(f"path return not in {args.accepted}: {dtype} {norm} E = {experts} k = {k}; see"
               f" `musespark path --row-runs {ROWS} --experts {experts} --topk {k} --dtype {dtype} --norm {norm}`")
     for dtype, norm, experts, k in stale:
         print(f"{args.accepted} lists {dtype} {norm} E = {experts} k = {k}, which has no path return now:"
               f" remove it")
-    print(f"path returns: {len(marked)} of {len(WIDTHS) * len(NORMS) * 32 * 8} shapes marked,"
+    print(f"path returns: {len(marked)} of {len(WIDTHS) * len(NORMS) * len(EXPERTS) * len(TOPK)} shapes marked,"
           f" {len(marked) - len(unexpected)} accepted, {len(unexpected)} not accepted, {len(stale)} listed but gone")
     return 1 if unexpected or stale else 0
 
